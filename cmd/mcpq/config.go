@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/worker"
+	"github.com/mcpq/mcpq/worker/toolpack/conformance"
+	"github.com/mcpq/mcpq/worker/toolpack/demo"
+)
+
+// env reads an environment variable with a default.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcpq: %s=%q is not a duration (like 500ms or 2h); using %s\n", name, v, def)
+		return def
+	}
+	return d
+}
+
+func envInt(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcpq: %s=%q is not a number; using %d\n", name, v, def)
+		return def
+	}
+	return n
+}
+
+// redisClient connects to REDIS_URL (Redis URL syntax, e.g. redis://host:6379/0).
+func redisClient() (redis.UniversalClient, error) {
+	u := env("REDIS_URL", "redis://127.0.0.1:6379/0")
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	return redis.NewClient(opts), nil
+}
+
+// frontendFlags registers the front end's flags, defaulted from the environment.
+func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body", int64(envInt("MCPQ_MAX_BODY_BYTES", 4<<20)), "largest request body in bytes (env MCPQ_MAX_BODY_BYTES)")
+	fs.DurationVar(&cfg.SyncBudget, "sync-budget", envDuration("MCPQ_SYNC_BUDGET", 500*time.Millisecond), "how long an auto tool call waits before it becomes a task (env MCPQ_SYNC_BUDGET)")
+	fs.DurationVar(&cfg.SyncWaitLimit, "sync-wait-limit", envDuration("MCPQ_SYNC_WAIT_LIMIT", 5*time.Minute), "longest a call is held open when it cannot be a task (env MCPQ_SYNC_WAIT_LIMIT)")
+	fs.DurationVar(&cfg.DefaultTTL, "default-ttl", envDuration("MCPQ_DEFAULT_TTL", time.Hour), "task lifetime for tools that set none (env MCPQ_DEFAULT_TTL)")
+	fs.DurationVar(&cfg.MaxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", 24*time.Hour), "cap on every task lifetime (env MCPQ_MAX_TTL)")
+	fs.BoolVar(&cfg.AllowUnlimitedTTL, "allow-unlimited-ttl", env("MCPQ_ALLOW_UNLIMITED_TTL", "") == "true", "let tools ask for tasks that never expire (env MCPQ_ALLOW_UNLIMITED_TTL=true)")
+	fs.DurationVar(&cfg.PollInterval, "poll-interval", envDuration("MCPQ_POLL_INTERVAL", time.Second), "pollIntervalMs for tools that set none (env MCPQ_POLL_INTERVAL)")
+}
+
+// workerFlags registers the worker's flags, defaulted from the environment.
+func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
+	fs.IntVar(&cfg.Concurrency, "concurrency", envInt("MCPQ_CONCURRENCY", 10), "jobs run at once (env MCPQ_CONCURRENCY)")
+	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs (env MCPQ_TASK_CHECK_INTERVAL)")
+	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance" (env MCPQ_FIXTURES)`)
+}
+
+// toolPacks is the demo pack plus the named fixture packs.
+func toolPacks(fixtures string) ([]worker.Tool, error) {
+	tools := demo.Tools()
+	for _, name := range strings.Split(fixtures, ",") {
+		switch strings.TrimSpace(name) {
+		case "":
+		case "conformance":
+			tools = append(tools, conformance.Tools()...)
+		default:
+			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance)", name)
+		}
+	}
+	return tools, nil
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/worker"
+)
+
+// runDev runs front end, worker and an embedded miniredis in one process.
+// miniredis expires keys only when its clock is advanced, so a ticker
+// advances it in real time. Shutdown order: front end, worker, Redis.
+func runDev(ctx context.Context, log *slog.Logger, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ExitOnError)
+	addr := fs.String("addr", env("MCPQ_ADDR", "127.0.0.1:8080"), "listen address (env MCPQ_ADDR)")
+	fcfg := frontend.Config{Logger: log}
+	frontendFlags(fs, &fcfg)
+	wcfg := worker.Config{Logger: log}
+	var fixtures string
+	workerFlags(fs, &wcfg, &fixtures)
+	_ = fs.Parse(args)
+	tools, err := toolPacks(fixtures)
+	if err != nil {
+		return err
+	}
+
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil {
+		return fmt.Errorf("embedded redis: %w", err)
+	}
+	defer mr.Close()
+	stopClock := realTimeClock(mr)
+	defer stopClock()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	fcfg.Redis, wcfg.Redis = rdb, rdb
+
+	w, err := worker.New(wcfg, tools...)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	wctx, stopWorker := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var werr error
+	go func() { defer wg.Done(); werr = w.Run(wctx) }()
+
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "tools", names)
+	fmt.Printf("MCP URL: http://%s/mcp\n", ln.Addr())
+	herr := serveHTTP(ctx, log, ln, fcfg)
+	stopWorker()
+	wg.Wait()
+	if herr != nil {
+		return herr
+	}
+	return werr
+}
+
+// realTimeClock advances miniredis's clock with the wall clock, so TTLs
+// expire as they would in Redis. It returns a func that stops it.
+func realTimeClock(mr *miniredis.Miniredis) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				mr.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
+	return func() { close(done) }
+}

@@ -1,0 +1,61 @@
+// Command mcpq is the one mcpq binary: `mcpq dev` runs the whole system in
+// one process on an embedded Redis; `mcpq frontend` and `mcpq worker` run
+// the real processes against REDIS_URL. It is the only reader of
+// environment variables and flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `mcpq: durable MCP tasks on Redis
+
+Usage:
+  mcpq dev       [--addr 127.0.0.1:8080] [--fixtures conformance]   everything in one process, embedded Redis
+  mcpq frontend  [--addr :8080]                                      the stateless MCP front end (REDIS_URL)
+  mcpq worker    [--fixtures conformance] [--concurrency 10]         a worker running tools (REDIS_URL)
+
+Run "mcpq COMMAND -h" for a command's flags and environment variables.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "dev":
+		err = runDev(ctx, log, args)
+	case "frontend":
+		err = runFrontend(ctx, log, args)
+	case "worker":
+		err = runWorker(ctx, log, args)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "mcpq: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("mcpq failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("MCPQ_LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

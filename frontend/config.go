@@ -1,0 +1,95 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// Enqueuer puts a task's job on an asynq queue (*asynq.Client is one).
+type Enqueuer interface {
+	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
+}
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	// Redis is the shared Redis client (required). The server does not close it.
+	Redis redis.UniversalClient
+	// Prefix is the key prefix (default taskstate.DefaultPrefix).
+	Prefix string
+	// Enqueuer enqueues jobs (default: an asynq client on Redis).
+	Enqueuer Enqueuer
+	// Auth authenticates requests (default: everyone is the "anonymous" principal).
+	Auth Authenticator
+	// ServerInfo names the server in every result's _meta (default mcpq).
+	ServerInfo proto.Implementation
+	// MaxBodyBytes bounds a request body; larger gets HTTP 413 (default 4 MiB).
+	MaxBodyBytes int64
+	// SyncBudget is how long an auto tool call waits for its result before
+	// it answers a task, for tools that set none (default 500ms).
+	SyncBudget time.Duration
+	// SyncWaitLimit bounds how long a call is held open when it cannot
+	// become a task (sync tools, clients without the Tasks extension);
+	// then the task is cancelled and the call fails (default 5m).
+	SyncWaitLimit time.Duration
+	// DefaultTTL is the task lifetime for tools that set none (default 1h).
+	DefaultTTL time.Duration
+	// MaxTTL caps every task lifetime (default 24h).
+	MaxTTL time.Duration
+	// AllowUnlimitedTTL lets tools ask for tasks that never expire
+	// (ttlMs null); otherwise they get MaxTTL.
+	AllowUnlimitedTTL bool
+	// PollInterval is the pollIntervalMs for tools that set none (default 1s).
+	PollInterval time.Duration
+	// CatalogTTL is how long the tool catalog read from Redis is reused (default 1s).
+	CatalogTTL time.Duration
+	// Clock is the time source (default time.Now).
+	Clock func() time.Time
+	// Logger receives the server's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Version is mcpq's version, shown in serverInfo.
+const Version = "0.1.0"
+
+func (c *Config) setDefaults() error {
+	if c.Redis == nil {
+		return errors.New("frontend: Config.Redis is required")
+	}
+	if c.Enqueuer == nil {
+		c.Enqueuer = asynq.NewClientFromRedisClient(c.Redis)
+	}
+	if c.Auth == nil {
+		c.Auth = Anonymous{}
+	}
+	if c.ServerInfo.Name == "" {
+		c.ServerInfo = proto.Implementation{Name: "mcpq", Version: Version}
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 4 << 20
+	}
+	def(&c.SyncBudget, 500*time.Millisecond)
+	def(&c.SyncWaitLimit, 5*time.Minute)
+	def(&c.DefaultTTL, time.Hour)
+	def(&c.MaxTTL, 24*time.Hour)
+	def(&c.PollInterval, time.Second)
+	def(&c.CatalogTTL, time.Second)
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package frontend
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// nullID is the id of an error response to a request whose id is unknown.
+var nullID = json.RawMessage("null")
+
+// serveMCP handles POST /mcp: one JSON-RPC request or notification per body.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.cfg.Auth.Authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpq"`)
+		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized))
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest,
+			"Content-Type must be application/json"), http.StatusUnsupportedMediaType))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest,
+				"Request body exceeds %d bytes", s.cfg.MaxBodyBytes), http.StatusRequestEntityTooLarge))
+			return
+		}
+		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: %v", err), http.StatusBadRequest))
+		return
+	}
+	req, rerr := parseRequest(body)
+	if rerr != nil {
+		id := nullID
+		if req != nil && validID(req.ID) {
+			id = req.ID
+		}
+		s.writeError(w, id, rerr)
+		return
+	}
+	if req.IsNotification() {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	c := &call{req: req, httpReq: r, principal: principal}
+	res, err := s.dispatch(c)
+	if err != nil {
+		s.writeError(w, req.ID, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Result: res})
+}
+
+// parseRequest decodes and checks a JSON-RPC envelope. On error it may
+// still return the request, so the error can keep its id.
+func parseRequest(body []byte) (*proto.Request, error) {
+	body = bytes.TrimSpace(body)
+	if !json.Valid(body) {
+		return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
+	}
+	if len(body) == 0 || body[0] != '{' {
+		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: expected one JSON-RPC object (batches are not supported)")
+	}
+	var req proto.Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		// Salvage the id for the error response when it is readable.
+		var idOnly struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(body, &idOnly)
+		return &proto.Request{ID: idOnly.ID}, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: %v", err)
+	}
+	switch {
+	case req.JSONRPC != proto.JSONRPCVersion:
+		return &req, proto.NewError(proto.CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
+	case req.Method == "":
+		return &req, proto.NewError(proto.CodeInvalidRequest, `Invalid Request: "method" is required`)
+	case len(req.ID) > 0 && !validID(req.ID):
+		return &req, proto.NewError(proto.CodeInvalidRequest, `Invalid Request: "id" must be a string or a number`)
+	case len(req.Params) > 0 && !bytes.Equal(req.Params, []byte("null")) && req.Params[0] != '{':
+		return &req, proto.NewError(proto.CodeInvalidRequest, `Invalid Request: "params" must be an object`)
+	}
+	return &req, nil
+}
+
+// validID reports whether id is a JSON string or number.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch c := id[0]; {
+	case c == '"':
+		return true
+	case c == '-' || (c >= '0' && c <= '9'):
+		return true
+	}
+	return false
+}
+
+// dispatch validates the per-request _meta and headers and runs the method.
+func (s *Server) dispatch(c *call) (any, error) {
+	m, ok := s.methods[c.req.Method]
+	if !ok {
+		return nil, proto.NewError(proto.CodeMethodNotFound, "Method not found: %s", c.req.Method)
+	}
+	meta, err := checkMeta(c.req.Params)
+	if err != nil {
+		return nil, err
+	}
+	c.meta = meta
+	if err := checkHeaders(c.httpReq.Header, c.req, meta); err != nil {
+		return nil, err
+	}
+	res, err := m(c.httpReq.Context(), c)
+	if err != nil {
+		return nil, err
+	}
+	return s.withMeta(res), nil
+}
+
+// withMeta stamps serverInfo into the result's _meta.
+func (s *Server) withMeta(res any) any {
+	switch r := res.(type) {
+	case interface{ Base() *proto.ResultBase }:
+		b := r.Base()
+		if b.ResultType == "" {
+			b.ResultType = proto.ResultComplete
+		}
+		if b.Meta == nil {
+			b.Meta = s.resultMeta
+		} else {
+			for k, v := range s.resultMeta {
+				b.Meta[k] = v
+			}
+		}
+	case rawResult:
+		meta := map[string]any{}
+		if m, ok := r["_meta"]; ok {
+			_ = json.Unmarshal(m, &meta)
+		}
+		for k, v := range s.resultMeta {
+			meta[k] = v
+		}
+		r["_meta"], _ = json.Marshal(meta)
+	}
+	return res
+}
+
+// rawResult is a stored result re-sent as is (a finished tool call).
+type rawResult map[string]json.RawMessage
+
+func (s *Server) writeError(w http.ResponseWriter, id json.RawMessage, err error) {
+	pe, status := toRPC(err)
+	if pe.Code == proto.CodeInternalError && status == http.StatusOK {
+		s.log.Error("request failed", "err", err)
+	}
+	s.writeJSON(w, status, proto.Response{JSONRPC: proto.JSONRPCVersion, ID: id, Error: pe})
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encode response", "err", err)
+		b, status = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error: response not encodable"}}`), http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,117 @@
+package frontend
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// HTTP headers of the 2026-07-28 Streamable HTTP transport.
+const (
+	headerProtocolVersion = "MCP-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+)
+
+func badMeta(format string, args ...any) error {
+	return withStatus(proto.NewError(proto.CodeInvalidParams, format, args...), http.StatusBadRequest)
+}
+
+// checkMeta decodes the required per-request _meta: -32602 (HTTP 400) when
+// it or a required key is missing or malformed, -32022 for an unsupported
+// protocol version.
+func checkMeta(params json.RawMessage) (*proto.RequestMeta, error) {
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if len(params) == 0 || string(params) == "null" {
+		return nil, badMeta("Invalid params: params._meta is required")
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, badMeta("Invalid params: %v", err)
+	}
+	if len(p.Meta) == 0 || string(p.Meta) == "null" {
+		return nil, badMeta("Invalid params: params._meta is required")
+	}
+	var m proto.RequestMeta
+	if err := json.Unmarshal(p.Meta, &m); err != nil {
+		return nil, badMeta("Invalid params: _meta: %v", err)
+	}
+	if m.ProtocolVersion == "" {
+		return nil, badMeta("Invalid params: _meta[%q] is required", proto.MetaProtocolVersion)
+	}
+	if m.ClientCapabilities == nil {
+		return nil, badMeta("Invalid params: _meta[%q] is required", proto.MetaClientCapabilities)
+	}
+	if !slices.Contains(proto.SupportedVersions, m.ProtocolVersion) {
+		return nil, &proto.Error{Code: proto.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
+			Data: proto.UnsupportedVersionData{Supported: proto.SupportedVersions, Requested: m.ProtocolVersion}}
+	}
+	return &m, nil
+}
+
+func headerMismatch(format string, args ...any) error {
+	return proto.NewError(proto.CodeHeaderMismatch, format, args...)
+}
+
+// checkHeaders holds the routing headers to the body: MCP-Protocol-Version,
+// Mcp-Method and, where the method names something, Mcp-Name.
+func checkHeaders(h http.Header, req *proto.Request, meta *proto.RequestMeta) error {
+	if err := matchHeader(h, headerProtocolVersion, meta.ProtocolVersion); err != nil {
+		return err
+	}
+	if err := matchHeader(h, headerMethod, req.Method); err != nil {
+		return err
+	}
+	var names struct {
+		Name   string `json:"name"`
+		TaskID string `json:"taskId"`
+	}
+	switch req.Method {
+	case proto.MethodToolsCall:
+		_ = json.Unmarshal(req.Params, &names)
+		return matchHeader(h, headerName, names.Name)
+	case proto.MethodTasksGet, proto.MethodTasksUpd, proto.MethodTasksCncl:
+		_ = json.Unmarshal(req.Params, &names)
+		return matchHeader(h, headerName, names.TaskID)
+	}
+	return nil
+}
+
+// matchHeader checks that header name is present and, once decoded, equals want.
+func matchHeader(h http.Header, name, want string) error {
+	vals := h.Values(name)
+	if len(vals) == 0 {
+		return headerMismatch("Header mismatch: %s header is required", name)
+	}
+	if len(vals) > 1 {
+		return headerMismatch("Header mismatch: %s header given %d times", name, len(vals))
+	}
+	got, ok := decodeHeaderValue(vals[0])
+	if !ok {
+		return headerMismatch("Header mismatch: %s header has an invalid =?base64?...?= value", name)
+	}
+	if got != want {
+		return headerMismatch("Header mismatch: %s header %q does not match the body %q", name, got, want)
+	}
+	return nil
+}
+
+// decodeHeaderValue trims surrounding whitespace and decodes the
+// =?base64?<b64 of UTF-8>?= form.
+func decodeHeaderValue(v string) (string, bool) {
+	v = strings.TrimSpace(v)
+	const pre, post = "=?base64?", "?="
+	if !strings.HasPrefix(v, pre) || !strings.HasSuffix(v, post) || len(v) < len(pre)+len(post) {
+		return v, true
+	}
+	b, err := base64.StdEncoding.DecodeString(v[len(pre) : len(v)-len(post)])
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}

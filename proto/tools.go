@@ -1,0 +1,77 @@
+package proto
+
+import "encoding/json"
+
+// Tool is one entry of tools/list.
+type Tool struct {
+	// Name is the unique tool name.
+	Name string `json:"name"`
+	// Title is an optional display name.
+	Title string `json:"title,omitempty"`
+	// Description tells the model what the tool does.
+	Description string `json:"description,omitempty"`
+	// InputSchema is the JSON Schema of the arguments object.
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema is the optional JSON Schema of structuredContent.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Annotations are optional behaviour hints.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+}
+
+// ListToolsParams are the params of tools/list.
+type ListToolsParams struct {
+	RequestParams
+	// Cursor continues a paginated listing.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListToolsResult answers tools/list.
+type ListToolsResult struct {
+	ResultBase
+	CacheHints
+	// Tools is the page of tools.
+	Tools []Tool `json:"tools"`
+	// NextCursor is set when more pages follow.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// CallToolParams are the params of tools/call.
+type CallToolParams struct {
+	RequestParams
+	// Name is the tool to call.
+	Name string `json:"name"`
+	// Arguments is the arguments object.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Content is one content block of a tool result (text, image, audio,
+// resource_link or resource).
+type Content struct {
+	// Type is "text", "image", "audio", "resource_link" or "resource".
+	Type string `json:"type"`
+	// Text is the text of a text block.
+	Text string `json:"text,omitempty"`
+	// Data is base64 data of an image or audio block.
+	Data string `json:"data,omitempty"`
+	// MimeType is the media type of an image or audio block.
+	MimeType string `json:"mimeType,omitempty"`
+	// Resource is the embedded resource of a resource block.
+	Resource json.RawMessage `json:"resource,omitempty"`
+	// URI, Name are set on a resource_link block.
+	URI  string `json:"uri,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// TextContent builds a text block.
+func TextContent(s string) Content { return Content{Type: "text", Text: s} }
+
+// CallToolResult is the result of a tool.
+type CallToolResult struct {
+	ResultBase
+	// Content is the unstructured result.
+	Content []Content `json:"content"`
+	// StructuredContent is the optional structured result.
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	// IsError marks a tool error (still a successful JSON-RPC result).
+	IsError bool `json:"isError,omitempty"`
+}

@@ -1,0 +1,24 @@
+package taskstate
+
+import (
+	"context"
+	"errors"
+)
+
+// RequestCancel asks for the task to stop (tasks/cancel). It returns nil when
+// the request was accepted or the task already ended (cancel is idempotent),
+// and ErrNotFound for a missing or expired task. A task no worker holds ends
+// cancelled at once; a running one stops at its next step.
+func (s *Store) RequestCancel(ctx context.Context, ref Ref) error {
+	if !ValidID(ref.ID) {
+		return ErrNotFound
+	}
+	err := s.runCode(ctx, cancelScript, ref, s.nowMs(), s.keys.Events(ref))
+	switch {
+	case errors.Is(err, ErrExpired):
+		return ErrNotFound
+	case errors.Is(err, ErrCancelled), errors.Is(err, ErrTerminal):
+		return nil
+	}
+	return err
+}

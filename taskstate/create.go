@@ -1,0 +1,57 @@
+package taskstate
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// CreateParams describe a new task.
+type CreateParams struct {
+	// ID is the task id (default NewID()). A caller that subscribes to the
+	// task's events before creating it picks the id first.
+	ID string
+	// Principal is the owner's principal name; the record's key uses its tag.
+	Principal string
+	// Tool is the tool name and Arguments its arguments object.
+	Tool      string
+	Arguments json.RawMessage
+	// TTLMs is the lifetime from creation; nil is unlimited.
+	TTLMs *int64
+	// PollIntervalMs is the suggested polling interval.
+	PollIntervalMs int64
+	// StatusMessage is the initial statusMessage.
+	StatusMessage string
+}
+
+// Create writes a new task record in status working with a fresh id and
+// returns it. When Create returns, a Get for the id succeeds.
+func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
+	now := s.now()
+	ms := now.UnixMilli()
+	if p.ID == "" {
+		p.ID = NewID()
+	}
+	ref := Ref{Owner: OwnerTag(p.Principal), ID: p.ID}
+	args := p.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	ttl, expireAt := "", ""
+	if p.TTLMs != nil {
+		ttl = strconv.FormatInt(*p.TTLMs, 10)
+		expireAt = strconv.FormatInt(ms+*p.TTLMs+s.grace.Milliseconds(), 10)
+	}
+	err := s.runCode(ctx, createScript, ref, ms, p.Principal, p.Tool, string(args), ttl,
+		p.PollIntervalMs, p.StatusMessage, expireAt)
+	if err != nil {
+		return nil, err
+	}
+	t := time.UnixMilli(ms)
+	return &Record{Ref: ref, Status: proto.StatusWorking, StatusMessage: p.StatusMessage, CreatedAt: t,
+		LastUpdatedAt: t, TTLMs: p.TTLMs, PollIntervalMs: p.PollIntervalMs, Principal: p.Principal,
+		Tool: p.Tool, Arguments: args}, nil
+}

@@ -1,0 +1,43 @@
+package taskstate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// Outcome is how a task ends.
+type Outcome struct {
+	// Status is completed, failed or cancelled.
+	Status proto.TaskStatus
+	// Result is the CallToolResult JSON (completed).
+	Result json.RawMessage
+	// Error is the JSON-RPC error (failed).
+	Error *proto.Error
+	// StatusMessage is the final statusMessage.
+	StatusMessage string
+}
+
+// Finish ends the task for attempt. It returns ErrTerminal when the task
+// already ended, ErrStale when a newer attempt owns it, ErrIllegal when the
+// table refuses, ErrExpired or ErrNotFound; nothing is written then.
+func (s *Store) Finish(ctx context.Context, ref Ref, attempt int64, o Outcome) error {
+	field, payload := "", []byte(nil)
+	switch o.Status {
+	case proto.StatusCompleted:
+		field, payload = "result", o.Result
+	case proto.StatusFailed:
+		if o.Error == nil {
+			return fmt.Errorf("taskstate: failed outcome without error")
+		}
+		b, err := json.Marshal(o.Error)
+		if err != nil {
+			return err
+		}
+		field, payload = "error", b
+	}
+	return s.runCode(ctx, finishScript, ref, s.nowMs(), attempt, string(o.Status), field, string(payload),
+		o.StatusMessage, s.keys.Events(ref))
+}

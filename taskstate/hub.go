@@ -1,0 +1,142 @@
+package taskstate
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Hub multiplexes pub/sub channel subscriptions of one process over a single
+// Redis connection. Subscribe waits for Redis to confirm the subscription, so
+// a state change made after Subscribe returns is never missed.
+type Hub struct {
+	ps   *redis.PubSub
+	mu   sync.Mutex
+	subs map[string]*hubChannel
+	done chan struct{}
+}
+
+type hubChannel struct {
+	ready     chan struct{} // closed on Redis's subscribe confirmation
+	confirmed bool
+	listeners map[*Subscription]struct{}
+}
+
+// Subscription receives the payloads published on one channel. A slow
+// reader loses the oldest payloads beyond its buffer; readers treat a
+// payload as "something changed, read the record".
+type Subscription struct {
+	// C delivers payloads.
+	C       <-chan string
+	c       chan string
+	hub     *Hub
+	channel string
+	once    sync.Once
+}
+
+// subscriptionBuffer is how many payloads a Subscription holds unread.
+const subscriptionBuffer = 16
+
+// NewHub starts a hub on rdb. Close it to release its connection.
+func NewHub(rdb redis.UniversalClient) *Hub {
+	h := &Hub{ps: rdb.Subscribe(context.Background()), subs: map[string]*hubChannel{}, done: make(chan struct{})}
+	go h.run()
+	return h
+}
+
+func (h *Hub) run() {
+	defer close(h.done)
+	for m := range h.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)) {
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind != "subscribe" {
+				continue
+			}
+			h.mu.Lock()
+			if hc, ok := h.subs[m.Channel]; ok && !hc.confirmed {
+				hc.confirmed = true
+				close(hc.ready)
+			}
+			h.mu.Unlock()
+		case *redis.Message:
+			h.mu.Lock()
+			if hc, ok := h.subs[m.Channel]; ok {
+				for s := range hc.listeners {
+					s.deliver(m.Payload)
+				}
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+func (s *Subscription) deliver(payload string) {
+	for {
+		select {
+		case s.c <- payload:
+			return
+		default:
+		}
+		select { // full: drop the oldest and try again
+		case <-s.c:
+		default:
+		}
+	}
+}
+
+// Subscribe listens on channel until the Subscription is closed. It returns
+// once Redis has confirmed the subscription, or with ctx's error.
+func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+	c := make(chan string, subscriptionBuffer)
+	s := &Subscription{C: c, c: c, hub: h, channel: channel}
+	h.mu.Lock()
+	hc, ok := h.subs[channel]
+	if !ok {
+		hc = &hubChannel{ready: make(chan struct{}), listeners: map[*Subscription]struct{}{}}
+		h.subs[channel] = hc
+	}
+	hc.listeners[s] = struct{}{}
+	h.mu.Unlock()
+	if !ok {
+		if err := h.ps.Subscribe(ctx, channel); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	select {
+	case <-hc.ready:
+		return s, nil
+	case <-ctx.Done():
+		s.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops the subscription; the last one on a channel unsubscribes it.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		h := s.hub
+		h.mu.Lock()
+		hc, ok := h.subs[s.channel]
+		last := false
+		if ok {
+			delete(hc.listeners, s)
+			if len(hc.listeners) == 0 {
+				delete(h.subs, s.channel)
+				last = true
+			}
+		}
+		h.mu.Unlock()
+		if last {
+			_ = h.ps.Unsubscribe(context.Background(), s.channel)
+		}
+	})
+}
+
+// Close releases the hub's connection; open subscriptions stop receiving.
+func (h *Hub) Close() error {
+	err := h.ps.Close()
+	<-h.done
+	return err
+}

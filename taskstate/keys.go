@@ -1,0 +1,34 @@
+package taskstate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// DefaultPrefix is the key prefix used when Options.Prefix is empty.
+const DefaultPrefix = "mcpq:"
+
+// Keys builds every Redis key and channel name mcpq uses. Names that belong
+// to one principal carry its hash tag ({p...}), so all keys a script touches
+// share one Redis Cluster slot and a lookup under another principal cannot
+// address the record.
+type Keys struct {
+	// Prefix starts every name; tests use a unique prefix to run in parallel.
+	Prefix string
+}
+
+// OwnerTag is the stable, opaque tag of a principal used in key names.
+func OwnerTag(principal string) string {
+	sum := sha256.Sum256([]byte(principal))
+	return "p" + hex.EncodeToString(sum[:12])
+}
+
+// Task is the task record. Type: hash (fields in record.go).
+func (k Keys) Task(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:task:" + ref.ID }
+
+// Events is the task's pub/sub channel; each state change publishes the new
+// status, and a cancel request publishes "cancel". Type: pub/sub channel.
+func (k Keys) Events(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:events:" + ref.ID }
+
+// Catalog maps tool name to its published definition (JSON ToolDef). Type: hash.
+func (k Keys) Catalog() string { return k.Prefix + "catalog" }

@@ -1,0 +1,144 @@
+package taskstate
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// Ref names one task: its owner's tag (OwnerTag) and its id.
+type Ref struct {
+	// Owner is the owning principal's tag, as OwnerTag makes it.
+	Owner string `json:"o"`
+	// ID is the task id.
+	ID string `json:"id"`
+}
+
+// Record is a decoded task record (the hash at Keys.Task).
+type Record struct {
+	// Ref names the task.
+	Ref Ref
+	// Status is the current status.
+	Status proto.TaskStatus
+	// StatusMessage is the human-readable progress.
+	StatusMessage string
+	// CreatedAt and LastUpdatedAt are the record's times.
+	CreatedAt, LastUpdatedAt time.Time
+	// TTLMs is the lifetime from CreatedAt; nil is unlimited.
+	TTLMs *int64
+	// PollIntervalMs is the suggested polling interval.
+	PollIntervalMs int64
+	// Principal is the owner's principal name.
+	Principal string
+	// Tool and Arguments are the call.
+	Tool      string
+	Arguments json.RawMessage
+	// Attempt counts job deliveries that claimed the task.
+	Attempt int64
+	// CancelRequested is set once tasks/cancel was accepted.
+	CancelRequested bool
+	// Heartbeat is the last sign of life of the worker holding the task.
+	Heartbeat time.Time
+	// Result is the CallToolResult JSON (completed).
+	Result json.RawMessage
+	// Error is the JSON-RPC error (failed).
+	Error *proto.Error
+}
+
+// Deadline is when the task expires; zero when unlimited.
+func (r *Record) Deadline() time.Time {
+	if r.TTLMs == nil {
+		return time.Time{}
+	}
+	return r.CreatedAt.Add(time.Duration(*r.TTLMs) * time.Millisecond)
+}
+
+// Expired reports whether the TTL has passed at now.
+func (r *Record) Expired(now time.Time) bool {
+	d := r.Deadline()
+	return !d.IsZero() && !now.Before(d)
+}
+
+func parseMs(s string) time.Time {
+	ms, _ := strconv.ParseInt(s, 10, 64)
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// decodeRecord reads a record from its HGETALL fields; ok is false for an
+// empty (missing) hash.
+func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
+	status, ok := f["status"]
+	if !ok {
+		return nil, false
+	}
+	r := &Record{
+		Ref:             ref,
+		Status:          proto.TaskStatus(status),
+		StatusMessage:   f["statusMessage"],
+		CreatedAt:       parseMs(f["createdAt"]),
+		LastUpdatedAt:   parseMs(f["lastUpdatedAt"]),
+		Principal:       f["owner"],
+		Tool:            f["tool"],
+		CancelRequested: f["cancel"] == "1",
+		Heartbeat:       parseMs(f["heartbeat"]),
+	}
+	if v := f["ttlMs"]; v != "" {
+		ttl, _ := strconv.ParseInt(v, 10, 64)
+		r.TTLMs = &ttl
+	}
+	r.PollIntervalMs, _ = strconv.ParseInt(f["pollIntervalMs"], 10, 64)
+	r.Attempt, _ = strconv.ParseInt(f["attempt"], 10, 64)
+	if v := f["arguments"]; v != "" {
+		r.Arguments = json.RawMessage(v)
+	}
+	if v := f["result"]; v != "" {
+		r.Result = json.RawMessage(v)
+	}
+	if v := f["error"]; v != "" {
+		var e proto.Error
+		if json.Unmarshal([]byte(v), &e) == nil {
+			r.Error = &e
+		}
+	}
+	return r, true
+}
+
+// FormatTime renders a record time as the ISO 8601 text of the wire.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// Task is the record's wire Task.
+func (r *Record) Task() proto.Task {
+	t := proto.Task{
+		TaskID:        r.Ref.ID,
+		Status:        r.Status,
+		StatusMessage: r.StatusMessage,
+		CreatedAt:     FormatTime(r.CreatedAt),
+		LastUpdatedAt: FormatTime(r.LastUpdatedAt),
+		TTLMs:         r.TTLMs,
+	}
+	if r.PollIntervalMs > 0 {
+		p := r.PollIntervalMs
+		t.PollIntervalMs = &p
+	}
+	return t
+}
+
+// Detailed is the record's wire DetailedTask: the variant of its status.
+func (r *Record) Detailed() proto.DetailedTask {
+	d := proto.DetailedTask{Task: r.Task()}
+	switch r.Status {
+	case proto.StatusCompleted:
+		d.Result = r.Result
+	case proto.StatusFailed:
+		d.Error = r.Error
+		if d.Error == nil {
+			d.Error = &proto.Error{Code: proto.CodeInternalError, Message: "Task failed"}
+		}
+	}
+	return d
+}

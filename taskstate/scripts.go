@@ -1,0 +1,33 @@
+package taskstate
+
+import (
+	"embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// loadScript builds a script from the generated transition table, the
+// shared prelude and the named transition file.
+func loadScript(name string) *redis.Script {
+	prelude, err := scriptFS.ReadFile("scripts/prelude.lua")
+	if err != nil {
+		panic(err)
+	}
+	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(luaTransitions() + string(prelude) + string(body))
+}
+
+var (
+	createScript    = loadScript("create")
+	claimScript     = loadScript("claim")
+	heartbeatScript = loadScript("heartbeat")
+	progressScript  = loadScript("progress")
+	finishScript    = loadScript("finish")
+	cancelScript    = loadScript("cancel")
+)

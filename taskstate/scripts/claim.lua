@@ -1,0 +1,23 @@
+-- claim.lua: a worker starts (or restarts) the task's job.
+-- KEYS[1] task hash
+-- ARGV[1] now (unix ms)   ARGV[2] events channel
+-- Returns {OK, attempt, tool, arguments} with a new attempt number (older
+-- attempts are fenced off), or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job
+-- is a no-op), ILLEGAL (not "working"), CANCELLED (a cancel was requested
+-- before the start: the task is now "cancelled").
+local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'tool', 'arguments')
+local status = f[1]
+if not status then return {NOT_FOUND} end
+if expired(f[3], f[4], ARGV[1]) then return {EXPIRED} end
+if terminal(status) then return {TERMINAL} end
+if f[2] == '1' then
+  if not allowed(status, 'cancelled') then return {ILLEGAL} end
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled before it started',
+    'lastUpdatedAt', ARGV[1])
+  redis.call('PUBLISH', ARGV[2], 'cancelled')
+  return {CANCELLED}
+end
+if status ~= 'working' then return {ILLEGAL} end
+local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1])
+return {OK, attempt, f[5], f[6]}

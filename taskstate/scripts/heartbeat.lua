@@ -1,0 +1,15 @@
+-- heartbeat.lua: between steps, a worker proves it still owns the task and
+-- asks whether to go on.
+-- KEYS[1] task hash
+-- ARGV[1] now (unix ms)   ARGV[2] attempt
+-- Returns OK (go on; heartbeat written), CANCELLED (a cancel was requested),
+-- STALE (a newer attempt owns the task), TERMINAL, EXPIRED or NOT_FOUND.
+-- Writes only the heartbeat, and only on OK or CANCELLED.
+local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'attempt')
+if not f[1] then return NOT_FOUND end
+if expired(f[3], f[4], ARGV[1]) then return EXPIRED end
+if terminal(f[1]) then return TERMINAL end
+if f[5] ~= ARGV[2] then return STALE end
+redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1])
+if f[2] == '1' then return CANCELLED end
+return OK

@@ -1,0 +1,18 @@
+-- prelude.lua: prepended (after the generated TRANSITIONS table) to every script.
+-- Return codes shared by all scripts; taskstate/codes.go mirrors them.
+local OK, NOT_FOUND, ILLEGAL, STALE, EXISTS, CANCELLED, TERMINAL, EXPIRED = 0, 1, 2, 3, 4, 5, 6, 7
+
+local function allowed(from, to)
+  local row = TRANSITIONS[from or '']
+  return row ~= nil and row[to] == true
+end
+
+local function terminal(status)
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
+end
+
+-- expired: the task's ttlMs (empty = unlimited) has run out at now.
+local function expired(createdAt, ttlMs, now)
+  if not ttlMs or ttlMs == '' then return false end
+  return tonumber(now) >= tonumber(createdAt) + tonumber(ttlMs)
+end

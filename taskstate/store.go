@@ -1,0 +1,63 @@
+package taskstate
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// Prefix starts every key name. Default DefaultPrefix ("mcpq:").
+	Prefix string
+	// Clock returns the current time. Default time.Now.
+	Clock func() time.Time
+	// ExpiryGrace is how long a record outlives its TTL in Redis before
+	// Redis deletes it (the store already answers ErrNotFound at the TTL).
+	// Default 1 minute.
+	ExpiryGrace time.Duration
+}
+
+// Store reads and changes task records. It is safe for concurrent use.
+type Store struct {
+	rdb   redis.UniversalClient
+	keys  Keys
+	now   func() time.Time
+	grace time.Duration
+}
+
+// New returns a Store over rdb.
+func New(rdb redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.ExpiryGrace == 0 {
+		opts.ExpiryGrace = time.Minute
+	}
+	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace}
+}
+
+// Keys returns the key builder the store uses.
+func (s *Store) Keys() Keys { return s.keys }
+
+// Redis returns the underlying client.
+func (s *Store) Redis() redis.UniversalClient { return s.rdb }
+
+// Now returns the store clock's current time.
+func (s *Store) Now() time.Time { return s.now() }
+
+// nowMs is the clock in unix milliseconds, the form scripts take.
+func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
+
+// runCode runs a script that returns a single code and maps it to an error.
+func (s *Store) runCode(ctx context.Context, sc *redis.Script, ref Ref, args ...any) error {
+	code, err := sc.Run(ctx, s.rdb, []string{s.keys.Task(ref)}, args...).Int64()
+	if err != nil {
+		return err
+	}
+	return codeErr(code)
+}

@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// ErrCancelled is returned by Call.Step once the task's cancellation was
+// requested; a handler returns it (or an error wrapping it) to end the task
+// cancelled.
+var ErrCancelled = errors.New("worker: task cancelled")
+
+// errStop means the task is no longer this attempt's to run (a newer
+// attempt took it, it ended or expired): the runtime writes nothing more.
+var errStop = errors.New("worker: task no longer owned by this attempt")
+
+// Call is one running tool call: its arguments and the step API.
+type Call struct {
+	// TaskID is the task's id.
+	TaskID string
+	// Attempt is this delivery's attempt number.
+	Attempt int64
+	// Arguments is the arguments object.
+	Arguments json.RawMessage
+
+	ref    taskstate.Ref
+	store  *taskstate.Store
+	cancel <-chan struct{} // closed when cancellation is requested
+}
+
+// Bind decodes the arguments into v. Its error is a -32602 protocol error,
+// so a handler can return it as is.
+func (c *Call) Bind(v any) error {
+	if err := json.Unmarshal(c.Arguments, v); err != nil {
+		return proto.NewError(proto.CodeInvalidParams, "Invalid arguments: %v", err)
+	}
+	return nil
+}
+
+// Step runs fn as one step of the handler. Before it, the runtime
+// heartbeats and checks the cancel flag and TTL: when cancellation was
+// requested Step returns ErrCancelled without running fn. fn's context is
+// cancelled as soon as a cancel request arrives, and Step then returns
+// ErrCancelled whatever fn returned.
+func (c *Call) Step(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-c.cancel:
+			stop()
+		case <-sctx.Done():
+		}
+	}()
+	err := fn(sctx)
+	if c.cancelRequested() {
+		return ErrCancelled
+	}
+	return err
+}
+
+// Progress sets the task's statusMessage.
+func (c *Call) Progress(ctx context.Context, message string) error {
+	return c.stateErr(c.store.Progress(ctx, c.ref, c.Attempt, message))
+}
+
+// check is the between-steps check: signal first (no I/O), then the record.
+func (c *Call) check(ctx context.Context) error {
+	if c.cancelRequested() {
+		return ErrCancelled
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.stateErr(c.store.Heartbeat(ctx, c.ref, c.Attempt))
+}
+
+func (c *Call) cancelRequested() bool {
+	select {
+	case <-c.cancel:
+		return true
+	default:
+		return false
+	}
+}
+
+// stateErr maps taskstate refusals to what a handler sees.
+func (c *Call) stateErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, taskstate.ErrCancelled):
+		return ErrCancelled
+	case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
+		errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
+		return errStop
+	}
+	return err
+}

@@ -1,0 +1,97 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// Handler runs one tool call. It returns the tool's result; a *proto.Error
+// ends the task failed (a protocol error); ErrCancelled (from Call.Step)
+// ends it cancelled; any other error is a tool error: the task completes
+// with isError and the error's text.
+type Handler func(ctx context.Context, c *Call) (*proto.CallToolResult, error)
+
+// Tool is a tool a worker serves.
+type Tool struct {
+	// Name, Title and Description are shown in tools/list.
+	Name, Title, Description string
+	// InputSchema is the JSON Schema of the arguments (default: any object).
+	InputSchema json.RawMessage
+	// Policy is taskstate.PolicySync, PolicyTask or PolicyAuto (default).
+	Policy string
+	// SyncBudget is how long an auto call waits for the result before it
+	// becomes a task (0: the front end's default).
+	SyncBudget time.Duration
+	// TTL is the task lifetime (0: the front end's default; negative: unlimited where allowed).
+	TTL time.Duration
+	// PollInterval is the polling interval suggested to clients (0: default).
+	PollInterval time.Duration
+	// Queue is the asynq queue the job goes to (default DefaultQueue).
+	Queue string
+	// Handler runs the call.
+	Handler Handler
+}
+
+// DefaultQueue is the queue of tools that name none.
+const DefaultQueue = "mcpq"
+
+// def is the catalog entry of t.
+func (t Tool) def() taskstate.ToolDef {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	ttl := t.TTL.Milliseconds()
+	if t.TTL < 0 {
+		ttl = taskstate.UnlimitedTTL
+	}
+	return taskstate.ToolDef{
+		Tool:           proto.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema},
+		Policy:         t.Policy,
+		SyncBudgetMs:   t.SyncBudget.Milliseconds(),
+		TTLMs:          ttl,
+		PollIntervalMs: t.PollInterval.Milliseconds(),
+		Queue:          t.queue(),
+	}
+}
+
+func (t Tool) queue() string {
+	if t.Queue == "" {
+		return DefaultQueue
+	}
+	return t.Queue
+}
+
+func (t Tool) validate() error {
+	switch {
+	case t.Name == "":
+		return errors.New("worker: tool without a name")
+	case t.Handler == nil:
+		return fmt.Errorf("worker: tool %q has no handler", t.Name)
+	}
+	switch t.Policy {
+	case "", taskstate.PolicyAuto, taskstate.PolicySync, taskstate.PolicyTask:
+	default:
+		return fmt.Errorf("worker: tool %q: unknown policy %q", t.Name, t.Policy)
+	}
+	if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
+		return fmt.Errorf("worker: tool %q: input schema is not JSON", t.Name)
+	}
+	return nil
+}
+
+// TextResult is a successful result with one text block.
+func TextResult(text string) *proto.CallToolResult {
+	return &proto.CallToolResult{Content: []proto.Content{proto.TextContent(text)}}
+}
+
+// ErrorResult is a tool error (isError) with one text block.
+func ErrorResult(text string) *proto.CallToolResult {
+	return &proto.CallToolResult{Content: []proto.Content{proto.TextContent(text)}, IsError: true}
+}

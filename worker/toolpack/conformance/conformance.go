@@ -1,0 +1,118 @@
+// Package conformance is the tool pack the official MCP conformance suite
+// calls by name (docs/conformance.md). It is not registered by default:
+// `mcpq dev --fixtures conformance` and `mcpq worker --fixtures conformance`
+// turn it on.
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/worker"
+)
+
+// Tools returns the pack.
+func Tools() []worker.Tool {
+	return []worker.Tool{
+		{
+			Name:        "greet",
+			Description: "Greets someone by name. Always answers synchronously.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+			Policy:      taskstate.PolicySync,
+			Handler:     greet,
+		},
+		{
+			Name:         "slow_compute",
+			Description:  "Sleeps for `seconds` (0 finishes at once), reporting progress; cancellable.",
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number","minimum":0,"maximum":3600},"label":{"type":"string"}},"required":["seconds"]}`),
+			Policy:       taskstate.PolicyAuto,
+			PollInterval: 500 * time.Millisecond,
+			Handler:      slowCompute,
+		},
+		{
+			Name:         "failing_job",
+			Description:  "Always a task; after about a second it reports a tool error (isError).",
+			InputSchema:  json.RawMessage(`{"type":"object"}`),
+			Policy:       taskstate.PolicyTask,
+			PollInterval: 500 * time.Millisecond,
+			Handler:      failingJob,
+		},
+		{
+			Name:         "protocol_error_job",
+			Description:  "Ends with a JSON-RPC (protocol) error after about a second, so its task ends failed.",
+			InputSchema:  json.RawMessage(`{"type":"object"}`),
+			Policy:       taskstate.PolicyAuto,
+			PollInterval: 500 * time.Millisecond,
+			Handler:      protocolErrorJob,
+		},
+	}
+}
+
+func greet(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+	var a struct {
+		Name string `json:"name"`
+	}
+	if err := c.Bind(&a); err != nil {
+		return nil, err
+	}
+	return worker.TextResult(fmt.Sprintf("Hello, %s!", a.Name)), nil
+}
+
+// tick is the length of one slow_compute step.
+const tick = 100 * time.Millisecond
+
+func slowCompute(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+	var a struct {
+		Seconds *float64 `json:"seconds"`
+		Label   string   `json:"label"`
+	}
+	if err := c.Bind(&a); err != nil {
+		return nil, err
+	}
+	if a.Seconds == nil || *a.Seconds < 0 || *a.Seconds > 3600 {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid arguments: seconds must be a number from 0 to 3600")
+	}
+	total := time.Duration(*a.Seconds * float64(time.Second))
+	for done := time.Duration(0); done < total; done += tick {
+		if done%time.Second == 0 && done > 0 {
+			if err := c.Progress(ctx, fmt.Sprintf("%s: %ds of %gs", a.Label, done/time.Second, *a.Seconds)); err != nil {
+				return nil, err
+			}
+		}
+		err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, min(tick, total-done)) })
+		if err != nil {
+			return nil, err
+		}
+	}
+	return worker.TextResult(fmt.Sprintf("Computed %q in %gs", a.Label, *a.Seconds)), nil
+}
+
+func failingJob(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+	if err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, time.Second) }); err != nil {
+		return nil, err
+	}
+	return worker.ErrorResult("failing_job failed as designed"), nil
+}
+
+func protocolErrorJob(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+	if err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, time.Second) }); err != nil {
+		return nil, err
+	}
+	return nil, proto.NewError(proto.CodeInternalError, "Internal error: protocol_error_job failed as designed")
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,264 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// Config configures a Worker. Zero values take the documented defaults.
+type Config struct {
+	// Redis is the shared Redis client (required). The worker does not close it.
+	Redis redis.UniversalClient
+	// Prefix is the task key prefix (default taskstate.DefaultPrefix).
+	Prefix string
+	// Concurrency is how many jobs run at once (default 10).
+	Concurrency int
+	// TaskCheckInterval is how often an idle asynq server polls for jobs
+	// (default 20ms, for interactive latency).
+	TaskCheckInterval time.Duration
+	// CatalogInterval is how often the tool catalog is published again (default 30s).
+	CatalogInterval time.Duration
+	// ShutdownTimeout is how long running jobs get to finish on shutdown
+	// before asynq puts them back in the queue (default 10s).
+	ShutdownTimeout time.Duration
+	// Clock is the time source (default time.Now).
+	Clock func() time.Time
+	// Logger receives the worker's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Worker runs tools for tasks.
+type Worker struct {
+	cfg   Config
+	store *taskstate.Store
+	tools map[string]Tool
+	log   *slog.Logger
+}
+
+// New returns a Worker serving tools.
+func New(cfg Config, tools ...Tool) (*Worker, error) {
+	if cfg.Redis == nil {
+		return nil, errors.New("worker: Config.Redis is required")
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 10
+	}
+	if cfg.TaskCheckInterval <= 0 {
+		cfg.TaskCheckInterval = 20 * time.Millisecond
+	}
+	if cfg.CatalogInterval <= 0 {
+		cfg.CatalogInterval = 30 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	w := &Worker{cfg: cfg, tools: map[string]Tool{}, log: cfg.Logger,
+		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock})}
+	for _, t := range tools {
+		if err := t.validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := w.tools[t.Name]; dup {
+			return nil, fmt.Errorf("worker: tool %q registered twice", t.Name)
+		}
+		w.tools[t.Name] = t
+	}
+	if len(w.tools) == 0 {
+		return nil, errors.New("worker: no tools to serve")
+	}
+	return w, nil
+}
+
+// Run publishes the catalog and processes jobs until ctx is done. Shutdown
+// order: stop taking new jobs, give running jobs ShutdownTimeout to finish
+// (asynq re-queues the rest), stop publishing, release the pub/sub connection.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.publish(ctx); err != nil {
+		return fmt.Errorf("worker: publish catalog: %w", err)
+	}
+	hub := taskstate.NewHub(w.cfg.Redis)
+	defer hub.Close()
+	queues := map[string]int{}
+	for _, t := range w.tools {
+		queues[t.queue()] = 1
+	}
+	srv := asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
+		Concurrency:       w.cfg.Concurrency,
+		Queues:            queues,
+		TaskCheckInterval: w.cfg.TaskCheckInterval,
+		ShutdownTimeout:   w.cfg.ShutdownTimeout,
+		Logger:            asynqLogger{w.log},
+		LogLevel:          asynq.WarnLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(taskstate.JobType, func(jctx context.Context, t *asynq.Task) error {
+		return w.process(jctx, hub, t.Payload())
+	})
+	if err := srv.Start(mux); err != nil {
+		return fmt.Errorf("worker: start asynq: %w", err)
+	}
+	w.log.Info("worker started", "tools", len(w.tools), "queues", queues, "concurrency", w.cfg.Concurrency)
+	tick := time.NewTicker(w.cfg.CatalogInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			srv.Stop()
+			srv.Shutdown()
+			w.log.Info("worker stopped")
+			return nil
+		case <-tick.C:
+			if err := w.publish(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("publish catalog", "err", err)
+			}
+		}
+	}
+}
+
+func (w *Worker) publish(ctx context.Context) error {
+	defs := make([]taskstate.ToolDef, 0, len(w.tools))
+	for _, t := range w.tools {
+		defs = append(defs, t.def())
+	}
+	return w.store.PublishTools(ctx, defs)
+}
+
+// process runs one delivery of a task's job. It returns nil when the job is
+// done with (whatever the task's outcome) and an error only when the job
+// should be delivered again (Redis unreachable, worker shutting down).
+func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte) error {
+	ref, err := taskstate.DecodeJob(payload)
+	if err != nil {
+		w.log.Error("undecodable job payload dropped", "err", err)
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	sub, err := hub.Subscribe(ctx, w.store.Keys().Events(ref))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	claim, err := w.store.Claim(ctx, ref)
+	switch {
+	case err == nil:
+	case errors.Is(err, taskstate.ErrTerminal), errors.Is(err, taskstate.ErrCancelled),
+		errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired),
+		errors.Is(err, taskstate.ErrIllegal):
+		w.log.Debug("job is a no-op", "task", ref.ID, "reason", err)
+		return nil
+	default:
+		return err
+	}
+	log := w.log.With("task", ref.ID, "tool", claim.Tool, "attempt", claim.Attempt)
+	cancel := make(chan struct{})
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	go func() {
+		for {
+			select {
+			case p := <-sub.C:
+				if p == "cancel" || proto.TaskStatus(p).Terminal() {
+					close(cancel)
+					stopRun()
+					return
+				}
+			case <-runCtx.Done():
+				return
+			}
+		}
+	}()
+	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: claim.Arguments,
+		ref: ref, store: w.store, cancel: cancel}
+	var out taskstate.Outcome
+	tool, ok := w.tools[claim.Tool]
+	if !ok {
+		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", claim.Tool))
+	} else {
+		res, herr := run(runCtx, tool.Handler, call)
+		if ctx.Err() != nil && !call.cancelRequested() {
+			log.Info("worker stopping: job goes back to the queue")
+			return ctx.Err()
+		}
+		if errors.Is(herr, errStop) {
+			log.Info("task no longer ours: stopped without writing")
+			return nil
+		}
+		out = outcome(res, herr, call.cancelRequested())
+	}
+	// The outcome is written with a fresh context: a cancel stopped runCtx.
+	if err := w.store.Finish(context.WithoutCancel(ctx), ref, claim.Attempt, out); err != nil {
+		if errors.Is(err, taskstate.ErrTerminal) || errors.Is(err, taskstate.ErrStale) ||
+			errors.Is(err, taskstate.ErrExpired) || errors.Is(err, taskstate.ErrNotFound) {
+			log.Info("outcome not written", "status", out.Status, "reason", err)
+			return nil
+		}
+		return err
+	}
+	log.Debug("task finished", "status", out.Status)
+	return nil
+}
+
+// run calls h, turning a panic into a protocol error.
+func run(ctx context.Context, h Handler, c *Call) (res *proto.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("tool handler panicked", "task", c.TaskID, "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, proto.NewError(proto.CodeInternalError, "Internal error: tool handler panicked")
+		}
+	}()
+	return h(ctx, c)
+}
+
+// outcome classifies what a handler returned.
+func outcome(res *proto.CallToolResult, err error, cancelRequested bool) taskstate.Outcome {
+	var perr *proto.Error
+	switch {
+	case errors.Is(err, ErrCancelled) || (err != nil && cancelRequested):
+		return taskstate.Outcome{Status: proto.StatusCancelled, StatusMessage: "Cancelled"}
+	case errors.As(err, &perr):
+		return failed(perr)
+	case err != nil:
+		res = ErrorResult(err.Error())
+	case res == nil:
+		res = &proto.CallToolResult{}
+	}
+	if res.Content == nil {
+		res.Content = []proto.Content{}
+	}
+	res.ResultType = proto.ResultComplete
+	b, merr := json.Marshal(res)
+	if merr != nil {
+		return failed(proto.NewError(proto.CodeInternalError, "Internal error: result not encodable: %v", merr))
+	}
+	msg := "Completed"
+	if res.IsError {
+		msg = "Completed with a tool error"
+	}
+	return taskstate.Outcome{Status: proto.StatusCompleted, Result: b, StatusMessage: msg}
+}
+
+func failed(e *proto.Error) taskstate.Outcome {
+	return taskstate.Outcome{Status: proto.StatusFailed, Error: e, StatusMessage: e.Message}
+}
+
+// asynqLogger adapts slog to asynq's logger.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
