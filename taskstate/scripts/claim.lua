@@ -2,7 +2,7 @@
 -- KEYS[1] task hash
 -- ARGV[1] now (unix ms)   ARGV[2] events channel
 -- Returns {OK, attempt, tool, arguments} with a new attempt number (older
--- attempts are fenced off), or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job
+-- attempts are fenced off; statusMessage becomes "Running"), or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job
 -- is a no-op), ILLEGAL (not "working"), CANCELLED (a cancel was requested
 -- before the start: the task is now "cancelled").
 local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'tool', 'arguments')
@@ -19,5 +19,8 @@ if f[2] == '1' then
 end
 if status ~= 'working' then return {ILLEGAL} end
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
-redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1])
+local message = 'Running'
+if attempt > 1 then message = 'Running (attempt ' .. attempt .. ')' end
+redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1])
+redis.call('PUBLISH', ARGV[2], 'working')
 return {OK, attempt, f[5], f[6]}

@@ -1,0 +1,179 @@
+// Package redistest gives tests the two Redis backends mcpq runs on: an
+// in-process miniredis and a real redis-server. Suites that hold the Lua
+// scripts to account run against both (miniredis has its own Lua).
+//
+// The real backend is MCPQ_TEST_REDIS_URL when set; otherwise a
+// redis-server from PATH (or MCPQ_REDIS_SERVER) is started once per test
+// binary on a free loopback port. When neither is possible the real
+// backend is skipped, unless MCPQ_REQUIRE_REAL_REDIS=1 (scripts/test sets
+// it), which makes that a failure.
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Backend is one Redis to test against.
+type Backend struct {
+	// Name is "miniredis" or "redis-server".
+	Name string
+	// Client is connected to the backend; closed when the test ends.
+	Client *redis.Client
+	// Prefix is a key prefix unique to the test, so tests can share a server.
+	Prefix string
+	// Mini is the miniredis (nil for redis-server), for FastForward.
+	Mini *miniredis.Miniredis
+	// URL is a redis:// URL other processes can use.
+	URL string
+}
+
+// Each runs fn as a subtest against miniredis and against a real redis-server.
+func Each(t *testing.T, fn func(t *testing.T, b *Backend)) {
+	t.Helper()
+	t.Run("miniredis", func(t *testing.T) { fn(t, Mini(t)) })
+	t.Run("redis-server", func(t *testing.T) { fn(t, Real(t)) })
+}
+
+// Mini returns a fresh miniredis backend.
+func Mini(t testing.TB) *Backend {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return &Backend{Name: "miniredis", Client: c, Prefix: prefix(), Mini: mr, URL: "redis://" + mr.Addr() + "/0"}
+}
+
+// Real returns a real redis-server backend, or skips (fails when required).
+func Real(t testing.TB) *Backend {
+	t.Helper()
+	url, err := realURL()
+	if err != nil {
+		if os.Getenv("MCPQ_REQUIRE_REAL_REDIS") == "1" {
+			t.Fatalf("real redis-server required: %v", err)
+		}
+		t.Skipf("no real redis-server: %v (set MCPQ_TEST_REDIS_URL or install redis-server)", err)
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return &Backend{Name: "redis-server", Client: c, Prefix: prefix(), URL: url}
+}
+
+func prefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "t" + hex.EncodeToString(b[:]) + ":"
+}
+
+var (
+	once    sync.Once
+	onceURL string
+	onceErr error
+)
+
+// realURL finds or starts the real server once per test binary; a started
+// server is killed by Stop (Main calls it after the tests).
+func realURL() (string, error) {
+	once.Do(func() {
+		if u := os.Getenv("MCPQ_TEST_REDIS_URL"); u != "" {
+			onceURL, onceErr = u, ping(u)
+			return
+		}
+		onceURL, onceErr = startServer()
+	})
+	return onceURL, onceErr
+}
+
+func ping(url string) error {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return c.Ping(ctx).Err()
+}
+
+var started *exec.Cmd
+
+func startServer() (string, error) {
+	bin := os.Getenv("MCPQ_REDIS_SERVER")
+	if bin == "" {
+		p, err := exec.LookPath("redis-server")
+		if err != nil {
+			return "", err
+		}
+		bin = p
+	}
+	port, err := FreePort()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "mcpq-redis-")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", dir, "--daemonize", "no")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the tests
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	started = cmd
+	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := ping(url); err == nil {
+			return url, nil
+		} else if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return "", fmt.Errorf("redis-server did not answer: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills a redis-server this package started. Call it from TestMain
+// after m.Run.
+func Stop() {
+	if started != nil && started.Process != nil {
+		_ = started.Process.Kill()
+		_, _ = started.Process.Wait()
+	}
+}
+
+// Main is a TestMain body: run the tests, stop a started server, exit.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// FreePort returns a free loopback TCP port.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
