@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+)
+
+// mcpqBin is the binary built once for the whole package.
+var mcpqBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpq-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mcpqBin = filepath.Join(dir, "mcpq")
+	build := exec.Command("go", "build", "-o", mcpqBin, "github.com/mcpq/mcpq/cmd/mcpq")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build mcpq:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	redistest.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running mcpq process whose output goes to the test log on failure.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  strings.Builder
+	done chan struct{}
+}
+
+// start runs mcpq with args and env; lines of output go to onLine too.
+func start(t *testing.T, name string, env []string, onLine func(string), args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(mcpqBin, args...), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if onLine != nil {
+				onLine(sc.Text())
+			}
+		}
+	}()
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit: mcpq shuts down in order.
+func (p *proc) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	errc := make(chan error, 1)
+	go func() { errc <- p.cmd.Wait() }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("%s did not exit cleanly on SIGTERM: %v", p.name, err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Errorf("%s did not stop within 30s of SIGTERM", p.name)
+	}
+	<-p.done
+	if t.Failed() {
+		p.mu.Lock()
+		t.Logf("--- %s output ---\n%s", p.name, p.out.String())
+		p.mu.Unlock()
+	}
+}
+
+// waitHealthy waits for GET /healthz to answer 200.
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/healthz not healthy within 30s: %v", base, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startDev runs `mcpq dev --fixtures conformance` and returns its MCP URL,
+// read from the line it prints.
+func startDev(t *testing.T) string {
+	t.Helper()
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	start(t, "mcpq dev", nil, func(line string) {
+		if u, ok := strings.CutPrefix(line, "MCP URL: "); ok {
+			urls <- u
+		}
+	}, "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--fixtures", "conformance")
+	select {
+	case u := <-urls:
+		waitHealthy(t, strings.TrimSuffix(u, "/mcp"))
+		return u
+	case <-time.After(60 * time.Second):
+		t.Fatal("mcpq dev printed no MCP URL within 60s")
+		return ""
+	}
+}
+
+// startCluster runs frontends and workers as separate processes on a real
+// redis-server and returns the front ends' MCP URLs.
+func startCluster(t *testing.T, frontends, workers int) []string {
+	t.Helper()
+	b := redistest.Real(t)
+	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix}
+	for i := range workers {
+		start(t, fmt.Sprintf("worker %d", i), env, nil, "worker", "--fixtures", "conformance")
+	}
+	var urls []string
+	for i := range frontends {
+		port, err := redistest.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		start(t, fmt.Sprintf("frontend %d", i), env, nil, "frontend", "--addr", addr)
+		waitHealthy(t, "http://"+addr)
+		urls = append(urls, "http://"+addr+"/mcp")
+	}
+	return urls
+}
+
+// within is a failure bound for waits in these tests, not a speed check.
+func within(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,59 @@
+# shellcheck shell=bash
+# Shared helpers of mcpq's scripts: install what they need into the machine
+# or into ignored cache folders, and start throwaway services on loopback.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE="$ROOT/.cache"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# need_redis_server: install Debian's redis-server when it is not on PATH.
+need_redis_server() {
+  if command -v redis-server >/dev/null 2>&1; then return; fi
+  log "installing redis-server from Debian"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+  command -v redis-server >/dev/null 2>&1 || { log "redis-server still missing after install"; exit 1; }
+}
+
+# free_port: print a TCP port nothing listens on at 127.0.0.1.
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$(( (RANDOM % 20000) + 30000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+  log "no free port found"; exit 1
+}
+
+# start_redis VAR: start a throwaway redis-server on a free loopback port,
+# set VAR to its redis:// URL and arrange for it to be stopped on exit.
+REDIS_PIDS=()
+start_redis() {
+  local port dir
+  port=$(free_port)
+  dir=$(mktemp -d)
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+    --daemonize no --logfile "$dir/redis.log" &
+  REDIS_PIDS+=("$!")
+  for _ in $(seq 1 100); do
+    if redis-cli -p "$port" ping >/dev/null 2>&1; then
+      printf -v "$1" 'redis://127.0.0.1:%s/0' "$port"
+      return
+    fi
+    sleep 0.1
+  done
+  log "redis-server on port $port did not start"; cat "$dir/redis.log" >&2; exit 1
+}
+
+stop_services() {
+  local pid
+  for pid in "${REDIS_PIDS[@]}" "${EXTRA_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+}
+EXTRA_PIDS=()
+trap stop_services EXIT
