@@ -100,8 +100,24 @@ func (c *ClientCapabilities) HasExtension(id string) bool {
 type ServerCapabilities struct {
 	// Tools is present when the server has tools.
 	Tools *ListChangedCapability `json:"tools,omitempty"`
+	// Prompts is present when the server has prompts.
+	Prompts *ListChangedCapability `json:"prompts,omitempty"`
+	// Resources is present when the server has resources.
+	Resources *ResourcesCapability `json:"resources,omitempty"`
+	// Completions is present when the server completes arguments.
+	Completions *struct{} `json:"completions,omitempty"`
+	// Logging (deprecated) is present when tools may log.
+	Logging *struct{} `json:"logging,omitempty"`
 	// Extensions maps extension id to its settings object.
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// ResourcesCapability says what resource notifications are sent.
+type ResourcesCapability struct {
+	// Subscribe is true when resource updates can be listened to.
+	Subscribe bool `json:"subscribe,omitempty"`
+	// ListChanged is true when the server notifies list changes.
+	ListChanged bool `json:"listChanged,omitempty"`
 }
 
 // ListChangedCapability says whether list_changed notifications are sent.

@@ -42,6 +42,10 @@ type CallToolParams struct {
 	Name string `json:"name"`
 	// Arguments is the arguments object.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// InputResponses answer the inputRequests of an InputRequiredResult (MRTR retry).
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+	// RequestState echoes the InputRequiredResult's requestState (MRTR retry).
+	RequestState *string `json:"requestState,omitempty"`
 }
 
 // Content is one content block of a tool result (text, image, audio,
@@ -60,6 +64,8 @@ type Content struct {
 	// URI, Name are set on a resource_link block.
 	URI  string `json:"uri,omitempty"`
 	Name string `json:"name,omitempty"`
+	// Annotations are optional audience/priority hints.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
 // TextContent builds a text block.

@@ -23,10 +23,31 @@ const (
 // where the front end allows it.
 const UnlimitedTTL = -1
 
-// ToolDef is a tool as workers publish it and front ends serve it.
+// Catalog entry kinds. A tool has the empty kind; the others are run by
+// workers exactly like tools (as jobs of task records named by Key) and
+// served by the front end for prompts/get, resources/read and
+// completion/complete.
+const (
+	KindTool       = ""
+	KindPrompt     = "prompt"
+	KindResource   = "resource"
+	KindTemplate   = "template"
+	KindCompletion = "completion"
+)
+
+// ToolDef is a catalog entry as workers publish it and front ends serve it:
+// a tool, or a prompt, resource, resource template or completion handler.
 type ToolDef struct {
-	// Tool is the tools/list entry.
+	// Kind is KindTool (empty) or one of the other kinds.
+	Kind string `json:"kind,omitempty"`
+	// Tool is the tools/list entry (KindTool).
 	Tool proto.Tool `json:"tool"`
+	// Prompt is the prompts/list entry (KindPrompt).
+	Prompt *proto.Prompt `json:"prompt,omitempty"`
+	// Resource is the resources/list entry (KindResource).
+	Resource *proto.Resource `json:"resource,omitempty"`
+	// Template is the resources/templates/list entry (KindTemplate).
+	Template *proto.ResourceTemplate `json:"template,omitempty"`
 	// Policy is sync, task or auto (the default when empty).
 	Policy string `json:"policy,omitempty"`
 	// SyncBudgetMs is how long an auto call waits before it becomes a task
@@ -40,6 +61,29 @@ type ToolDef struct {
 	Queue string `json:"queue"`
 	// PublishedAt is when a worker last published the definition.
 	PublishedAt time.Time `json:"publishedAt"`
+}
+
+// Key is the entry's catalog field and the tool name its jobs carry.
+func (d *ToolDef) Key() string { return EntryKey(d.Kind, d.name()) }
+
+func (d *ToolDef) name() string {
+	switch {
+	case d.Prompt != nil:
+		return d.Prompt.Name
+	case d.Resource != nil:
+		return d.Resource.URI
+	case d.Template != nil:
+		return d.Template.URITemplate
+	}
+	return d.Tool.Name
+}
+
+// EntryKey is the catalog key of the entry of kind named name.
+func EntryKey(kind, name string) string {
+	if kind == KindTool {
+		return name
+	}
+	return kind + ":" + name
 }
 
 // PublishTools writes the definitions into the shared catalog, replacing
@@ -56,13 +100,13 @@ func (s *Store) PublishTools(ctx context.Context, defs []ToolDef) error {
 		if err != nil {
 			return err
 		}
-		args = append(args, d.Tool.Name, b)
+		args = append(args, d.Key(), b)
 	}
 	return s.rdb.HSet(ctx, s.keys.Catalog(), args...).Err()
 }
 
-// Tools reads the catalog, sorted by tool name. Entries that do not decode
-// are skipped.
+// Tools reads the whole catalog (every kind), sorted by key. Entries that
+// do not decode are skipped.
 func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.Catalog()).Result()
 	if err != nil {
@@ -71,12 +115,29 @@ func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
 	defs := make([]ToolDef, 0, len(m))
 	for _, v := range m {
 		var d ToolDef
-		if json.Unmarshal([]byte(v), &d) == nil && d.Tool.Name != "" {
+		if json.Unmarshal([]byte(v), &d) == nil && d.name() != "" {
 			defs = append(defs, d)
 		}
 	}
-	sort.Slice(defs, func(i, j int) bool { return defs[i].Tool.Name < defs[j].Tool.Name })
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Key() < defs[j].Key() })
 	return defs, nil
+}
+
+// List kinds announced on Keys.Lists when a worker changes the catalog.
+const (
+	ListTools     = "tools"
+	ListPrompts   = "prompts"
+	ListResources = "resources"
+)
+
+// AnnounceListChanged tells every front end that the list of kind changed.
+func (s *Store) AnnounceListChanged(ctx context.Context, list string) error {
+	return s.rdb.Publish(ctx, s.keys.Lists(), list).Err()
+}
+
+// AnnounceResourceUpdated tells every front end that the resource changed.
+func (s *Store) AnnounceResourceUpdated(ctx context.Context, uri string) error {
+	return s.rdb.Publish(ctx, s.keys.ResourceUpdates(), uri).Err()
 }
 
 // JobType is the asynq task type of a task's job; the payload is the JSON Ref.

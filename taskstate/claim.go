@@ -2,7 +2,6 @@ package taskstate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 )
 
@@ -10,15 +9,14 @@ import (
 type Claim struct {
 	// Attempt is this delivery's attempt number; every later write carries it.
 	Attempt int64
-	// Tool and Arguments are the call to run.
-	Tool      string
-	Arguments json.RawMessage
+	// Record is the task as claimed: the call, its answers and checkpoint.
+	Record *Record
 }
 
 // Claim starts a delivery of the task's job. It returns ErrTerminal when the
 // task already ended (the job is a no-op), ErrCancelled when a cancel was
 // requested before the start (the task is now cancelled), ErrExpired,
-// ErrNotFound, or ErrIllegal when the task is not working.
+// ErrNotFound, or ErrIllegal when the task is not working (parked for input).
 func (s *Store) Claim(ctx context.Context, ref Ref) (*Claim, error) {
 	res, err := claimScript.Run(ctx, s.rdb, []string{s.keys.Task(ref)}, s.nowMs(), s.keys.Events(ref)).Slice()
 	if err != nil {
@@ -28,13 +26,21 @@ func (s *Store) Claim(ctx context.Context, ref Ref) (*Claim, error) {
 	if code != codeOK {
 		return nil, codeErr(code)
 	}
-	if len(res) != 4 {
+	if len(res) < 2 || len(res)%2 != 0 {
 		return nil, fmt.Errorf("taskstate: claim returned %d values", len(res))
 	}
 	c := &Claim{}
 	c.Attempt, _ = res[1].(int64)
-	c.Tool, _ = res[2].(string)
-	args, _ := res[3].(string)
-	c.Arguments = json.RawMessage(args)
+	fields := make(map[string]string, (len(res)-2)/2)
+	for i := 2; i+1 < len(res); i += 2 {
+		k, _ := res[i].(string)
+		v, _ := res[i+1].(string)
+		fields[k] = v
+	}
+	rec, ok := decodeRecord(ref, fields)
+	if !ok {
+		return nil, fmt.Errorf("taskstate: claim returned no record")
+	}
+	c.Record = rec
 	return c, nil
 }

@@ -25,6 +25,8 @@ type CreateParams struct {
 	PollIntervalMs int64
 	// StatusMessage is the initial statusMessage.
 	StatusMessage string
+	// Capabilities are the creating request's client capabilities (JSON).
+	Capabilities json.RawMessage
 }
 
 // Create writes a new task record in status working with a fresh id and
@@ -45,13 +47,17 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 		ttl = strconv.FormatInt(*p.TTLMs, 10)
 		expireAt = strconv.FormatInt(ms+*p.TTLMs+s.grace.Milliseconds(), 10)
 	}
+	caps := p.Capabilities
+	if len(caps) == 0 {
+		caps = json.RawMessage("{}")
+	}
 	err := s.runCode(ctx, createScript, ref, ms, p.Principal, p.Tool, string(args), ttl,
-		p.PollIntervalMs, p.StatusMessage, expireAt)
+		p.PollIntervalMs, p.StatusMessage, expireAt, string(caps))
 	if err != nil {
 		return nil, err
 	}
 	t := time.UnixMilli(ms)
 	return &Record{Ref: ref, Status: proto.StatusWorking, StatusMessage: p.StatusMessage, CreatedAt: t,
 		LastUpdatedAt: t, TTLMs: p.TTLMs, PollIntervalMs: p.PollIntervalMs, Principal: p.Principal,
-		Tool: p.Tool, Arguments: args}, nil
+		Tool: p.Tool, Arguments: args, Capabilities: caps}, nil
 }

@@ -22,6 +22,8 @@ var (
 	ErrTerminal = errors.New("taskstate: task already terminal")
 	// ErrExpired: the task's TTL has passed.
 	ErrExpired = errors.New("taskstate: task expired")
+	// ErrKeyReused: an input request key was issued before in the task's life.
+	ErrKeyReused = errors.New("taskstate: input request key already used")
 )
 
 // Script return codes, as in scripts/prelude.lua.
@@ -34,6 +36,7 @@ const (
 	codeCancelled
 	codeTerminal
 	codeExpired
+	codeKeyReused
 )
 
 var codeErrors = map[int64]error{
@@ -45,6 +48,7 @@ var codeErrors = map[int64]error{
 	codeCancelled: ErrCancelled,
 	codeTerminal:  ErrTerminal,
 	codeExpired:   ErrExpired,
+	codeKeyReused: ErrKeyReused,
 }
 
 // codeErr turns a script return code into a sentinel error.

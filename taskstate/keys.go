@@ -30,5 +30,14 @@ func (k Keys) Task(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:task
 // status, and a cancel request publishes "cancel". Type: pub/sub channel.
 func (k Keys) Events(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:events:" + ref.ID }
 
-// Catalog maps tool name to its published definition (JSON ToolDef). Type: hash.
+// Catalog maps ToolDef.Key (tool name, or kind:name) to its published
+// definition (JSON ToolDef). Type: hash.
 func (k Keys) Catalog() string { return k.Prefix + "catalog" }
+
+// Lists is where catalog changes are announced; the payload is the list
+// that changed (ListTools, ListPrompts, ListResources). Type: pub/sub channel.
+func (k Keys) Lists() string { return k.Prefix + "lists" }
+
+// ResourceUpdates is where resource changes are announced; the payload is
+// the resource URI. Type: pub/sub channel.
+func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }

@@ -3,6 +3,7 @@ package taskstate
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
@@ -45,6 +46,17 @@ type Record struct {
 	Result json.RawMessage
 	// Error is the JSON-RPC error (failed).
 	Error *proto.Error
+	// Capabilities are the client capabilities of the request that created
+	// the task (handlers ask only for input kinds they cover).
+	Capabilities json.RawMessage
+	// InputRequests are the pending input requests by key (input_required).
+	InputRequests map[string]json.RawMessage
+	// Answers are the input responses received so far, by key.
+	Answers map[string]json.RawMessage
+	// Checkpoint is the handler's last saved checkpoint.
+	Checkpoint json.RawMessage
+	// Resumes counts how often the task went back to work after input.
+	Resumes int64
 }
 
 // Deadline is when the task expires; zero when unlimited.
@@ -99,6 +111,26 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	if v := f["result"]; v != "" {
 		r.Result = json.RawMessage(v)
 	}
+	if v := f["caps"]; v != "" {
+		r.Capabilities = json.RawMessage(v)
+	}
+	if v := f["checkpoint"]; v != "" {
+		r.Checkpoint = json.RawMessage(v)
+	}
+	r.Resumes, _ = strconv.ParseInt(f["resumes"], 10, 64)
+	for k, v := range f {
+		if key, ok := strings.CutPrefix(k, "req:"); ok {
+			if r.InputRequests == nil {
+				r.InputRequests = map[string]json.RawMessage{}
+			}
+			r.InputRequests[key] = json.RawMessage(v)
+		} else if key, ok := strings.CutPrefix(k, "ans:"); ok {
+			if r.Answers == nil {
+				r.Answers = map[string]json.RawMessage{}
+			}
+			r.Answers[key] = json.RawMessage(v)
+		}
+	}
 	if v := f["error"]; v != "" {
 		var e proto.Error
 		if json.Unmarshal([]byte(v), &e) == nil {
@@ -134,6 +166,11 @@ func (r *Record) Detailed() proto.DetailedTask {
 	switch r.Status {
 	case proto.StatusCompleted:
 		d.Result = r.Result
+	case proto.StatusInputRequired:
+		d.InputRequests = r.InputRequests
+		if d.InputRequests == nil {
+			d.InputRequests = map[string]json.RawMessage{}
+		}
 	case proto.StatusFailed:
 		d.Error = r.Error
 		if d.Error == nil {

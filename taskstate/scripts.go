@@ -24,10 +24,13 @@ func loadScript(name string) *redis.Script {
 }
 
 var (
-	createScript    = loadScript("create")
-	claimScript     = loadScript("claim")
-	heartbeatScript = loadScript("heartbeat")
-	progressScript  = loadScript("progress")
-	finishScript    = loadScript("finish")
-	cancelScript    = loadScript("cancel")
+	createScript     = loadScript("create")
+	claimScript      = loadScript("claim")
+	heartbeatScript  = loadScript("heartbeat")
+	progressScript   = loadScript("progress")
+	finishScript     = loadScript("finish")
+	cancelScript     = loadScript("cancel")
+	inputScript      = loadScript("input")
+	updateScript     = loadScript("update")
+	checkpointScript = loadScript("checkpoint")
 )

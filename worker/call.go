@@ -28,9 +28,16 @@ type Call struct {
 	Arguments json.RawMessage
 
 	ref    taskstate.Ref
+	tool   string
+	record *taskstate.Record // as claimed: answers, checkpoint, capabilities
 	store  *taskstate.Store
 	cancel <-chan struct{} // closed when cancellation is requested
+	worker *Worker
 }
+
+// Worker is the worker running the call, for handlers that change what it
+// serves (AddTool, AddPrompt, ResourceUpdated).
+func (c *Call) Worker() *Worker { return c.worker }
 
 // Bind decodes the arguments into v. Its error is a -32602 protocol error,
 // so a handler can return it as is.

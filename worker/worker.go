@@ -2,11 +2,11 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -38,12 +38,15 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Worker runs tools for tasks.
+// Worker runs tools (and prompts, resources, completions) for tasks.
 type Worker struct {
 	cfg   Config
 	store *taskstate.Store
-	tools map[string]Tool
 	log   *slog.Logger
+
+	mu      sync.Mutex
+	entries map[string]*entry // by ToolDef.Key
+	running bool
 }
 
 // New returns a Worker serving tools.
@@ -66,19 +69,17 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	w := &Worker{cfg: cfg, tools: map[string]Tool{}, log: cfg.Logger,
+	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger,
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock})}
 	for _, t := range tools {
-		if err := t.validate(); err != nil {
+		e, err := toolEntry(t)
+		if err != nil {
 			return nil, err
 		}
-		if _, dup := w.tools[t.Name]; dup {
+		if _, dup := w.entries[e.def.Key()]; dup {
 			return nil, fmt.Errorf("worker: tool %q registered twice", t.Name)
 		}
-		w.tools[t.Name] = t
-	}
-	if len(w.tools) == 0 {
-		return nil, errors.New("worker: no tools to serve")
+		w.entries[e.def.Key()] = e
 	}
 	return w, nil
 }
@@ -87,15 +88,22 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 // order: stop taking new jobs, give running jobs ShutdownTimeout to finish
 // (asynq re-queues the rest), stop publishing, release the pub/sub connection.
 func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	n := len(w.entries)
+	queues := map[string]int{}
+	for _, e := range w.entries {
+		queues[e.queue] = 1
+	}
+	w.running = true
+	w.mu.Unlock()
+	if n == 0 {
+		return errors.New("worker: nothing to serve")
+	}
 	if err := w.publish(ctx); err != nil {
 		return fmt.Errorf("worker: publish catalog: %w", err)
 	}
 	hub := taskstate.NewHub(w.cfg.Redis)
 	defer hub.Close()
-	queues := map[string]int{}
-	for _, t := range w.tools {
-		queues[t.queue()] = 1
-	}
 	srv := asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
 		Concurrency:       w.cfg.Concurrency,
 		Queues:            queues,
@@ -111,7 +119,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("worker: start asynq: %w", err)
 	}
-	w.log.Info("worker started", "tools", len(w.tools), "queues", queues, "concurrency", w.cfg.Concurrency)
+	w.log.Info("worker started", "entries", n, "queues", queues, "concurrency", w.cfg.Concurrency)
 	tick := time.NewTicker(w.cfg.CatalogInterval)
 	defer tick.Stop()
 	for {
@@ -130,10 +138,12 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 func (w *Worker) publish(ctx context.Context) error {
-	defs := make([]taskstate.ToolDef, 0, len(w.tools))
-	for _, t := range w.tools {
-		defs = append(defs, t.def())
+	w.mu.Lock()
+	defs := make([]taskstate.ToolDef, 0, len(w.entries))
+	for _, e := range w.entries {
+		defs = append(defs, e.def)
 	}
+	w.mu.Unlock()
 	return w.store.PublishTools(ctx, defs)
 }
 
@@ -162,7 +172,8 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 	default:
 		return err
 	}
-	log := w.log.With("task", ref.ID, "tool", claim.Tool, "attempt", claim.Attempt)
+	rec := claim.Record
+	log := w.log.With("task", ref.ID, "tool", rec.Tool, "attempt", claim.Attempt)
 	cancel := make(chan struct{})
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -180,14 +191,14 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 			}
 		}
 	}()
-	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: claim.Arguments,
-		ref: ref, store: w.store, cancel: cancel}
+	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
+		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
-	tool, ok := w.tools[claim.Tool]
-	if !ok {
-		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", claim.Tool))
+	e := w.entry(rec.Tool)
+	if e == nil {
+		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", rec.Tool))
 	} else {
-		res, herr := run(runCtx, tool.Handler, call)
+		res, herr := run(runCtx, e.run, call)
 		if ctx.Err() != nil && !call.cancelRequested() {
 			log.Info("worker stopping: job goes back to the queue")
 			return ctx.Err()
@@ -196,7 +207,11 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 			log.Info("task no longer ours: stopped without writing")
 			return nil
 		}
-		out = outcome(res, herr, call.cancelRequested())
+		if errors.Is(herr, errParked) {
+			log.Debug("task parked for input")
+			return nil
+		}
+		out = outcome(e, res, herr, call.cancelRequested())
 	}
 	// The outcome is written with a fresh context: a cancel stopped runCtx.
 	if err := w.store.Finish(context.WithoutCancel(ctx), ref, claim.Attempt, out); err != nil {
@@ -212,7 +227,7 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 }
 
 // run calls h, turning a panic into a protocol error.
-func run(ctx context.Context, h Handler, c *Call) (res *proto.CallToolResult, err error) {
+func run(ctx context.Context, h func(context.Context, *Call) (any, error), c *Call) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("tool handler panicked", "task", c.TaskID, "panic", p, "stack", string(debug.Stack()))
@@ -222,30 +237,37 @@ func run(ctx context.Context, h Handler, c *Call) (res *proto.CallToolResult, er
 	return h(ctx, c)
 }
 
-// outcome classifies what a handler returned.
-func outcome(res *proto.CallToolResult, err error, cancelRequested bool) taskstate.Outcome {
+// outcome classifies what a handler returned. For tools a plain error is a
+// tool error (isError); for prompts, resources and completions it is an
+// internal (protocol) error.
+func outcome(e *entry, res any, err error, cancelRequested bool) taskstate.Outcome {
 	var perr *proto.Error
 	switch {
 	case errors.Is(err, ErrCancelled) || (err != nil && cancelRequested):
 		return taskstate.Outcome{Status: proto.StatusCancelled, StatusMessage: "Cancelled"}
 	case errors.As(err, &perr):
 		return failed(perr)
-	case err != nil:
+	case err != nil && e.toolErrors:
 		res = ErrorResult(err.Error())
-	case res == nil:
+	case err != nil:
+		return failed(proto.NewError(proto.CodeInternalError, "Internal error: %v", err))
+	case res == nil && e.toolErrors:
 		res = &proto.CallToolResult{}
-	}
-	if res.Content == nil {
-		res.Content = []proto.Content{}
-	}
-	res.ResultType = proto.ResultComplete
-	b, merr := json.Marshal(res)
-	if merr != nil {
-		return failed(proto.NewError(proto.CodeInternalError, "Internal error: result not encodable: %v", merr))
+	case res == nil:
+		return failed(proto.NewError(proto.CodeInternalError, "Internal error: handler returned no result"))
 	}
 	msg := "Completed"
-	if res.IsError {
-		msg = "Completed with a tool error"
+	if tr, ok := res.(*proto.CallToolResult); ok {
+		if tr.Content == nil {
+			tr.Content = []proto.Content{}
+		}
+		if tr.IsError {
+			msg = "Completed with a tool error"
+		}
+	}
+	b, merr := encodeResult(res)
+	if merr != nil {
+		return failed(proto.NewError(proto.CodeInternalError, "Internal error: result not encodable: %v", merr))
 	}
 	return taskstate.Outcome{Status: proto.StatusCompleted, Result: b, StatusMessage: msg}
 }

@@ -1,11 +1,12 @@
 -- claim.lua: a worker starts (or restarts) the task's job.
 -- KEYS[1] task hash
 -- ARGV[1] now (unix ms)   ARGV[2] events channel
--- Returns {OK, attempt, tool, arguments} with a new attempt number (older
--- attempts are fenced off; statusMessage becomes "Running"), or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job
--- is a no-op), ILLEGAL (not "working"), CANCELLED (a cancel was requested
--- before the start: the task is now "cancelled").
-local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'tool', 'arguments')
+-- Returns {OK, attempt, field1, value1, ...}: a new attempt number (older
+-- attempts are fenced off; statusMessage becomes "Running") and the whole
+-- record, or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job is a no-op),
+-- ILLEGAL (not "working", e.g. parked for input), CANCELLED (a cancel was
+-- requested before the start: the task is now "cancelled").
+local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs')
 local status = f[1]
 if not status then return {NOT_FOUND} end
 if expired(f[3], f[4], ARGV[1]) then return {EXPIRED} end
@@ -23,4 +24,6 @@ local message = 'Running'
 if attempt > 1 then message = 'Running (attempt ' .. attempt .. ')' end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1])
 redis.call('PUBLISH', ARGV[2], 'working')
-return {OK, attempt, f[5], f[6]}
+local out = {OK, attempt}
+for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end
+return out

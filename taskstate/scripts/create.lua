@@ -2,7 +2,7 @@
 -- KEYS[1] task hash
 -- ARGV[1] now (unix ms)   ARGV[2] owner principal   ARGV[3] tool   ARGV[4] arguments (JSON)
 -- ARGV[5] ttlMs ('' = unlimited)   ARGV[6] pollIntervalMs   ARGV[7] statusMessage
--- ARGV[8] expire-at (unix ms, '' = no Redis expiry)
+-- ARGV[8] expire-at (unix ms, '' = no Redis expiry)   ARGV[9] client capabilities (JSON)
 -- Returns OK, or EXISTS (nothing written) when the id is taken.
 if redis.call('EXISTS', KEYS[1]) == 1 then return EXISTS end
 if not allowed('', 'working') then return ILLEGAL end
@@ -11,6 +11,6 @@ redis.call('HSET', KEYS[1],
   'createdAt', ARGV[1], 'lastUpdatedAt', ARGV[1],
   'ttlMs', ARGV[5], 'pollIntervalMs', ARGV[6],
   'owner', ARGV[2], 'tool', ARGV[3], 'arguments', ARGV[4],
-  'attempt', 0, 'cancel', 0)
+  'attempt', 0, 'cancel', 0, 'caps', ARGV[9])
 if ARGV[8] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[8]) end
 return OK

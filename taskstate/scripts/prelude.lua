@@ -1,6 +1,6 @@
 -- prelude.lua: prepended (after the generated TRANSITIONS table) to every script.
 -- Return codes shared by all scripts; taskstate/codes.go mirrors them.
-local OK, NOT_FOUND, ILLEGAL, STALE, EXISTS, CANCELLED, TERMINAL, EXPIRED = 0, 1, 2, 3, 4, 5, 6, 7
+local OK, NOT_FOUND, ILLEGAL, STALE, EXISTS, CANCELLED, TERMINAL, EXPIRED, KEY_REUSED = 0, 1, 2, 3, 4, 5, 6, 7, 8
 
 local function allowed(from, to)
   local row = TRANSITIONS[from or '']

@@ -1,0 +1,32 @@
+package taskstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+)
+
+// RequestInput parks the task in input_required with keyed requests (each
+// {method, params}) for attempt. Keys must never have been issued before in
+// the task's life (ErrKeyReused). ErrCancelled means a cancel was requested;
+// nothing is written on any error.
+func (s *Store) RequestInput(ctx context.Context, ref Ref, attempt int64, reqs map[string]json.RawMessage) error {
+	if len(reqs) == 0 {
+		return errors.New("taskstate: no input requests")
+	}
+	args := []any{s.nowMs(), attempt, s.keys.Events(ref)}
+	for _, k := range sortedKeys(reqs) {
+		args = append(args, k, string(reqs[k]))
+	}
+	return s.runCode(ctx, inputScript, ref, args...)
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

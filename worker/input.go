@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// errParked unwinds a handler that asked for input: the task waits in
+// input_required without holding a worker slot, and its job runs again from
+// the start (with the answers) once every request is answered.
+var errParked = errors.New("worker: task parked for input")
+
+// Input asks the client for input: one or more keyed requests, each an
+// elicitation (proto.MethodElicit), sampling or roots request. When every
+// key has an answer, Input returns the answers. Otherwise the task moves to
+// input_required and Input returns an error the handler must return as is;
+// the handler then runs again from the start once the client answered (keep
+// expensive work behind SaveCheckpoint or Step results). Keys are unique for
+// the task's life: a new round of questions needs new keys.
+func (c *Call) Input(ctx context.Context, reqs map[string]proto.InputRequest) (map[string]json.RawMessage, error) {
+	if len(reqs) == 0 {
+		return nil, errors.New("worker: Input needs at least one request")
+	}
+	answers := map[string]json.RawMessage{}
+	ask := map[string]json.RawMessage{}
+	for k, r := range reqs {
+		if a, ok := c.record.Answers[k]; ok {
+			answers[k] = a
+			continue
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("worker: input request %q: %w", k, err)
+		}
+		ask[k] = b
+	}
+	if len(ask) == 0 {
+		return answers, nil
+	}
+	if c.cancelRequested() {
+		return nil, ErrCancelled
+	}
+	if err := c.stateErr(c.store.RequestInput(ctx, c.ref, c.Attempt, ask)); err != nil {
+		if errors.Is(err, taskstate.ErrKeyReused) {
+			return nil, fmt.Errorf("worker: input request keys must be new for each round: %w", err)
+		}
+		return nil, err
+	}
+	return nil, errParked
+}
+
+// Capabilities are the client capabilities of the request that created the
+// task. Ask only for input kinds they cover.
+func (c *Call) Capabilities() proto.ClientCapabilities {
+	var caps proto.ClientCapabilities
+	_ = json.Unmarshal(c.record.Capabilities, &caps)
+	return caps
+}
+
+// SaveCheckpoint stores v (JSON) as the handler's checkpoint: a handler that
+// runs again (after input, or a re-delivery) reads it with LoadCheckpoint.
+func (c *Call) SaveCheckpoint(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := c.stateErr(c.store.SaveCheckpoint(ctx, c.ref, c.Attempt, b)); err != nil {
+		return err
+	}
+	c.record.Checkpoint = b
+	return nil
+}
+
+// LoadCheckpoint decodes the last saved checkpoint into v and reports
+// whether there was one.
+func (c *Call) LoadCheckpoint(v any) (bool, error) {
+	if len(c.record.Checkpoint) == 0 {
+		return false, nil
+	}
+	return true, json.Unmarshal(c.record.Checkpoint, v)
+}
+
+// ReportProgress sends notifications/progress to a client waiting on the
+// call that asked for progress (it carries a progressToken). Tasks have no
+// progress notifications: use Progress (statusMessage) for them.
+func (c *Call) ReportProgress(ctx context.Context, progress, total float64, message string) error {
+	p := proto.ProgressParams{Progress: progress, Message: message}
+	if total > 0 {
+		p.Total = &total
+	}
+	return c.notify(ctx, proto.NotifyProgress, p)
+}
+
+// Log sends notifications/message to a client waiting on the call, when it
+// asked for logs at level or below.
+func (c *Call) Log(ctx context.Context, level proto.LoggingLevel, data any) error {
+	return c.notify(ctx, proto.NotifyMessage, proto.LoggingMessageParams{Level: level, Data: data, Logger: c.tool})
+}
+
+func (c *Call) notify(ctx context.Context, method string, params any) error {
+	b, err := json.Marshal(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: method, Params: params})
+	if err != nil {
+		return err
+	}
+	return c.store.Notify(ctx, c.ref, b)
+}

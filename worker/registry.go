@@ -1,0 +1,165 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// Prompt is a prompt a worker serves: prompts/get runs Handler as a job, so
+// a prompt may ask for input (Call.Input) like a tool. c.Arguments is the
+// prompt's arguments object ({name: value}).
+type Prompt struct {
+	// Prompt is the prompts/list entry.
+	Prompt proto.Prompt
+	// Handler renders the prompt. A *proto.Error is answered as is; any other
+	// error is an internal error.
+	Handler func(ctx context.Context, c *Call) (*proto.GetPromptResult, error)
+}
+
+// Resource is a resource a worker serves; c.Arguments is {"uri": ...}.
+type Resource struct {
+	// Resource is the resources/list entry.
+	Resource proto.Resource
+	// Handler reads the resource.
+	Handler func(ctx context.Context, c *Call) (*proto.ReadResourceResult, error)
+}
+
+// ResourceTemplate serves every resource whose URI matches the template;
+// c.Arguments is {"uri": ..., "variables": {name: value}}.
+type ResourceTemplate struct {
+	// Template is the resources/templates/list entry.
+	Template proto.ResourceTemplate
+	// Handler reads a matching resource.
+	Handler func(ctx context.Context, c *Call) (*proto.ReadResourceResult, error)
+}
+
+// Completer answers completion/complete; c.Arguments is the request's
+// params ({ref, argument, context}).
+type Completer func(ctx context.Context, c *Call) (*proto.CompleteResult, error)
+
+// entry is one catalog entry and how to run it.
+type entry struct {
+	def taskstate.ToolDef
+	// run returns the result to store (it is JSON-encoded) or an error.
+	run func(ctx context.Context, c *Call) (any, error)
+	// toolErrors: plain errors are tool errors (isError), not protocol errors.
+	toolErrors bool
+	queue      string
+}
+
+// wrap adapts a typed handler; a nil result stays a nil interface.
+func wrap[T any](fn func(context.Context, *Call) (*T, error)) func(context.Context, *Call) (any, error) {
+	return func(ctx context.Context, c *Call) (any, error) {
+		r, err := fn(ctx, c)
+		if r == nil {
+			return nil, err
+		}
+		return r, err
+	}
+}
+
+func toolEntry(t Tool) (*entry, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	return &entry{def: t.def(), toolErrors: true, queue: t.queue(),
+		run: wrap(t.Handler)}, nil
+}
+
+func internalEntry(def taskstate.ToolDef, run func(ctx context.Context, c *Call) (any, error)) *entry {
+	def.Policy, def.Queue = taskstate.PolicySync, DefaultQueue
+	return &entry{def: def, run: run, queue: DefaultQueue}
+}
+
+// AddTool registers a tool. While the worker runs, the tool is published at
+// once and every front end's listeners get tools/list_changed.
+func (w *Worker) AddTool(ctx context.Context, t Tool) error {
+	e, err := toolEntry(t)
+	if err != nil {
+		return err
+	}
+	return w.add(ctx, e, taskstate.ListTools)
+}
+
+// AddPrompt registers a prompt (published at once while running).
+func (w *Worker) AddPrompt(ctx context.Context, p Prompt) error {
+	if p.Prompt.Name == "" || p.Handler == nil {
+		return errors.New("worker: a prompt needs a name and a handler")
+	}
+	pr := p.Prompt
+	return w.add(ctx, internalEntry(taskstate.ToolDef{Kind: taskstate.KindPrompt, Prompt: &pr},
+		wrap(p.Handler)), taskstate.ListPrompts)
+}
+
+// AddResource registers a resource (published at once while running).
+func (w *Worker) AddResource(ctx context.Context, r Resource) error {
+	if r.Resource.URI == "" || r.Handler == nil {
+		return errors.New("worker: a resource needs a URI and a handler")
+	}
+	res := r.Resource
+	return w.add(ctx, internalEntry(taskstate.ToolDef{Kind: taskstate.KindResource, Resource: &res},
+		wrap(r.Handler)), taskstate.ListResources)
+}
+
+// AddResourceTemplate registers a resource template (published at once while running).
+func (w *Worker) AddResourceTemplate(ctx context.Context, t ResourceTemplate) error {
+	if t.Template.URITemplate == "" || t.Handler == nil {
+		return errors.New("worker: a resource template needs a URI template and a handler")
+	}
+	tpl := t.Template
+	return w.add(ctx, internalEntry(taskstate.ToolDef{Kind: taskstate.KindTemplate, Template: &tpl},
+		wrap(t.Handler)), taskstate.ListResources)
+}
+
+// SetCompleter registers the completion/complete handler.
+func (w *Worker) SetCompleter(ctx context.Context, fn Completer) error {
+	if fn == nil {
+		return errors.New("worker: nil completer")
+	}
+	return w.add(ctx, internalEntry(taskstate.ToolDef{Kind: taskstate.KindCompletion},
+		wrap(fn)), "")
+}
+
+// ResourceUpdated tells listeners of uri (subscriptions/listen
+// resourceSubscriptions) on every front end that it changed.
+func (w *Worker) ResourceUpdated(ctx context.Context, uri string) error {
+	return w.store.AnnounceResourceUpdated(ctx, uri)
+}
+
+// add registers e, replacing an entry of the same key; while running it
+// publishes e and announces the list change.
+func (w *Worker) add(ctx context.Context, e *entry, list string) error {
+	w.mu.Lock()
+	w.entries[e.def.Key()] = e
+	running := w.running
+	w.mu.Unlock()
+	if !running {
+		return nil
+	}
+	if err := w.store.PublishTools(ctx, []taskstate.ToolDef{e.def}); err != nil {
+		return fmt.Errorf("worker: publish %s: %w", e.def.Key(), err)
+	}
+	if list == "" {
+		return nil
+	}
+	return w.store.AnnounceListChanged(ctx, list)
+}
+
+func (w *Worker) entry(key string) *entry {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.entries[key]
+}
+
+// encodeResult is the stored JSON of a handler's result, with resultType set.
+func encodeResult(res any) (json.RawMessage, error) {
+	if b, ok := res.(interface{ Base() *proto.ResultBase }); ok {
+		b.Base().ResultType = proto.ResultComplete
+	}
+	return json.Marshal(res)
+}
