@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -78,17 +79,22 @@ func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
 	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance" (env MCPQ_FIXTURES)`)
 }
 
-// toolPacks is the demo pack plus the named fixture packs.
-func toolPacks(fixtures string) ([]worker.Tool, error) {
-	tools := demo.Tools()
+// newWorker builds a worker serving the demo pack plus the named fixture packs.
+func newWorker(ctx context.Context, cfg worker.Config, fixtures string) (*worker.Worker, error) {
+	w, err := worker.New(cfg, demo.Tools()...)
+	if err != nil {
+		return nil, err
+	}
 	for _, name := range strings.Split(fixtures, ",") {
 		switch strings.TrimSpace(name) {
 		case "":
 		case "conformance":
-			tools = append(tools, conformance.Tools()...)
+			if err := conformance.Register(ctx, w); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance)", name)
 		}
 	}
-	return tools, nil
+	return w, nil
 }

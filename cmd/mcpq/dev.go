@@ -28,11 +28,6 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	var fixtures string
 	workerFlags(fs, &wcfg, &fixtures)
 	_ = fs.Parse(args)
-	tools, err := toolPacks(fixtures)
-	if err != nil {
-		return err
-	}
-
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
 		return fmt.Errorf("embedded redis: %w", err)
@@ -44,7 +39,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	defer rdb.Close()
 	fcfg.Redis, wcfg.Redis = rdb, rdb
 
-	w, err := worker.New(wcfg, tools...)
+	w, err := newWorker(ctx, wcfg, fixtures)
 	if err != nil {
 		return err
 	}
@@ -58,11 +53,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	var werr error
 	go func() { defer wg.Done(); werr = w.Run(wctx) }()
 
-	names := make([]string, len(tools))
-	for i, t := range tools {
-		names[i] = t.Name
-	}
-	log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "tools", names)
+	log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "fixtures", fixtures)
 	fmt.Printf("MCP URL: http://%s/mcp\n", ln.Addr())
 	herr := serveHTTP(ctx, log, ln, fcfg)
 	stopWorker()

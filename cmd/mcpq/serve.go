@@ -70,17 +70,13 @@ func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	var fixtures string
 	workerFlags(fs, &cfg, &fixtures)
 	_ = fs.Parse(args)
-	tools, err := toolPacks(fixtures)
-	if err != nil {
-		return err
-	}
 	rdb, err := redisClient()
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 	cfg.Redis = rdb
-	w, err := worker.New(cfg, tools...)
+	w, err := newWorker(ctx, cfg, fixtures)
 	if err != nil {
 		return err
 	}
