@@ -27,6 +27,15 @@ type Config struct {
 	Enqueuer Enqueuer
 	// Auth authenticates requests (default: everyone is the "anonymous" principal).
 	Auth Authenticator
+	// StateKey is the HMAC key of MRTR requestState; every replica needs the
+	// same one (default: created once in Redis and shared through it).
+	StateKey []byte
+	// AllowedOrigins lists the browser origins (scheme://host[:port], or a
+	// bare host name matching any scheme and port) allowed to call; a request
+	// with another Origin gets 403 (DNS-rebinding protection). Requests
+	// without Origin are not browsers and pass. Default: localhost,
+	// 127.0.0.1 and [::1]. "*" allows every origin.
+	AllowedOrigins []string
 	// ServerInfo names the server in every result's _meta (default mcpq).
 	ServerInfo proto.Implementation
 	// MaxBodyBytes bounds a request body; larger gets HTTP 413 (default 4 MiB).
@@ -64,6 +73,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Enqueuer == nil {
 		c.Enqueuer = asynq.NewClientFromRedisClient(c.Redis)
+	}
+	if len(c.AllowedOrigins) == 0 {
+		c.AllowedOrigins = []string{"localhost", "127.0.0.1", "[::1]", "::1"}
 	}
 	if c.Auth == nil {
 		c.Auth = Anonymous{}

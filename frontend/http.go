@@ -51,13 +51,17 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	c := &call{req: req, httpReq: r, principal: principal}
+	c := &call{req: req, httpReq: r, principal: principal, resp: newResponder(w, r)}
 	res, err := s.dispatch(c)
 	if err != nil {
-		s.writeError(w, req.ID, err)
+		pe, status := toRPC(err)
+		if pe.Code == proto.CodeInternalError && status == http.StatusOK {
+			s.log.Error("request failed", "method", req.Method, "err", err)
+		}
+		c.resp.finish(status, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Error: pe}))
 		return
 	}
-	s.writeJSON(w, http.StatusOK, proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Result: res})
+	c.resp.finish(http.StatusOK, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Result: res}))
 }
 
 // parseRequest decodes and checks a JSON-RPC envelope. On error it may
@@ -120,6 +124,9 @@ func (s *Server) dispatch(c *call) (any, error) {
 	if err := checkHeaders(c.httpReq.Header, c.req, meta); err != nil {
 		return nil, err
 	}
+	if err := checkVersion(meta); err != nil {
+		return nil, err
+	}
 	res, err := m(c.httpReq.Context(), c)
 	if err != nil {
 		return nil, err
@@ -158,21 +165,21 @@ func (s *Server) withMeta(res any) any {
 // rawResult is a stored result re-sent as is (a finished tool call).
 type rawResult map[string]json.RawMessage
 
+// writeError answers a request that never reached dispatch.
 func (s *Server) writeError(w http.ResponseWriter, id json.RawMessage, err error) {
 	pe, status := toRPC(err)
-	if pe.Code == proto.CodeInternalError && status == http.StatusOK {
-		s.log.Error("request failed", "err", err)
-	}
-	s.writeJSON(w, status, proto.Response{JSONRPC: proto.JSONRPCVersion, ID: id, Error: pe})
-}
-
-func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		s.log.Error("encode response", "err", err)
-		b, status = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error: response not encodable"}}`), http.StatusInternalServerError
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: id, Error: pe}))
+}
+
+// encode marshals a response; one that cannot be encoded becomes an internal error.
+func (s *Server) encode(r proto.Response) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		s.log.Error("encode response", "err", err)
+		b, _ = json.Marshal(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: r.ID,
+			Error: proto.NewError(proto.CodeInternalError, "Internal error: response not encodable")})
+	}
+	return b
 }

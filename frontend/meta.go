@@ -22,8 +22,7 @@ func badMeta(format string, args ...any) error {
 }
 
 // checkMeta decodes the required per-request _meta: -32602 (HTTP 400) when
-// it or a required key is missing or malformed, -32022 for an unsupported
-// protocol version.
+// it or a required key is missing or malformed.
 func checkMeta(params json.RawMessage) (*proto.RequestMeta, error) {
 	var p struct {
 		Meta json.RawMessage `json:"_meta"`
@@ -47,11 +46,18 @@ func checkMeta(params json.RawMessage) (*proto.RequestMeta, error) {
 	if m.ClientCapabilities == nil {
 		return nil, badMeta("Invalid params: _meta[%q] is required", proto.MetaClientCapabilities)
 	}
+	return &m, nil
+}
+
+// checkVersion answers -32022 for a protocol version mcpq does not serve.
+// It runs after the headers are checked: a header that disagrees with the
+// body is a mismatch (-32020) whatever the version.
+func checkVersion(m *proto.RequestMeta) error {
 	if !slices.Contains(proto.SupportedVersions, m.ProtocolVersion) {
-		return nil, &proto.Error{Code: proto.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
+		return &proto.Error{Code: proto.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
 			Data: proto.UnsupportedVersionData{Supported: proto.SupportedVersions, Requested: m.ProtocolVersion}}
 	}
-	return &m, nil
+	return nil
 }
 
 func headerMismatch(format string, args ...any) error {
@@ -69,12 +75,16 @@ func checkHeaders(h http.Header, req *proto.Request, meta *proto.RequestMeta) er
 	}
 	var names struct {
 		Name   string `json:"name"`
+		URI    string `json:"uri"`
 		TaskID string `json:"taskId"`
 	}
 	switch req.Method {
-	case proto.MethodToolsCall:
+	case proto.MethodToolsCall, proto.MethodPromptsGet:
 		_ = json.Unmarshal(req.Params, &names)
 		return matchHeader(h, headerName, names.Name)
+	case proto.MethodResourcesRead:
+		_ = json.Unmarshal(req.Params, &names)
+		return matchHeader(h, headerName, names.URI)
 	case proto.MethodTasksGet, proto.MethodTasksUpd, proto.MethodTasksCncl:
 		_ = json.Unmarshal(req.Params, &names)
 		return matchHeader(h, headerName, names.TaskID)

@@ -10,7 +10,7 @@ import (
 // GET /healthz.
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
-	r.HandleFunc("/mcp", s.serveMCP).Methods(http.MethodPost)
+	r.Handle("/mcp", s.checkOrigin(http.HandlerFunc(s.serveMCP))).Methods(http.MethodPost)
 	r.HandleFunc("/mcp", methodNotAllowed)
 	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet)
 	return r

@@ -3,8 +3,11 @@ package frontend
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -12,6 +15,9 @@ import (
 
 // Server is a stateless MCP front end.
 type Server struct {
+	stateKey   []byte        // HMAC key of MRTR requestState, shared by replicas
+	draining   chan struct{} // closed by Drain: listen streams end
+	drainOnce  sync.Once
 	cfg        Config
 	store      *taskstate.Store
 	hub        *taskstate.Hub
@@ -30,6 +36,7 @@ type call struct {
 	httpReq   *http.Request
 	principal string
 	meta      *proto.RequestMeta
+	resp      *responder
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.
@@ -43,7 +50,18 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	store := taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock})
+	key := cfg.StateKey
+	if len(key) == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		if key, err = stateKeyFromRedis(ctx, cfg.Redis, store.Keys()); err != nil {
+			return nil, fmt.Errorf("frontend: requestState key: %w", err)
+		}
+	}
 	s := &Server{
+		stateKey:   key,
+		draining:   make(chan struct{}),
 		cfg:        cfg,
 		store:      store,
 		hub:        taskstate.NewHub(cfg.Redis),
@@ -57,12 +75,29 @@ func New(cfg Config) (*Server, error) {
 		proto.MethodToolsCall: s.callTool,
 		proto.MethodTasksGet:  s.getTask,
 		proto.MethodTasksCncl: s.cancelTask,
+		proto.MethodTasksUpd:  s.updateTask,
+		proto.MethodListen:    s.listen,
+
+		proto.MethodPromptsList:        s.listPrompts,
+		proto.MethodPromptsGet:         s.getPrompt,
+		proto.MethodResourcesList:      s.listResources,
+		proto.MethodResourcesTemplates: s.listTemplates,
+		proto.MethodResourcesRead:      s.readResource,
+		proto.MethodComplete:           s.complete,
 	}
 	return s, nil
 }
 
-// Close releases the server's pub/sub connection. Stop the HTTP server first.
-func (s *Server) Close() error { return s.hub.Close() }
+// Drain ends every open subscriptions/listen stream with its final result,
+// so an HTTP server Shutdown that follows is not held up by them.
+func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+// Close releases the server's pub/sub connection. Drain and stop the HTTP
+// server first.
+func (s *Server) Close() error {
+	s.Drain()
+	return s.hub.Close()
+}
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if err := s.cfg.Redis.Ping(r.Context()).Err(); err != nil {

@@ -2,6 +2,8 @@ package frontend
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -43,6 +45,45 @@ func (s *Server) cancelTask(ctx context.Context, c *call) (any, error) {
 	}
 	if err := s.store.RequestCancel(ctx, ref); err != nil {
 		return nil, err
+	}
+	return &proto.Ack{}, nil
+}
+
+func (s *Server) updateTask(ctx context.Context, c *call) (any, error) {
+	if !c.tasksDeclared() {
+		return nil, proto.MissingTasksExtension()
+	}
+	var p proto.UpdateTaskParams
+	if err := decodeParams(c, &p); err != nil {
+		return nil, err
+	}
+	if p.TaskID == "" {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: taskId is required")
+	}
+	ref := taskstate.Ref{Owner: taskstate.OwnerTag(c.principal), ID: p.TaskID}
+	answers := make(map[string]json.RawMessage, len(p.InputResponses))
+	for k, v := range p.InputResponses {
+		answers[k] = v
+	}
+	res, err := s.store.Answer(ctx, ref, answers)
+	if err != nil && !errors.Is(err, taskstate.ErrTerminal) {
+		return nil, err
+	}
+	if res.Resume > 0 {
+		rec, err := s.store.Get(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		def, err := s.catalog.get(ctx, rec.Tool)
+		if err != nil {
+			return nil, err
+		}
+		if def == nil {
+			return nil, proto.NewError(proto.CodeInternalError, "Internal error: the task's tool %s is no longer served", rec.Tool)
+		}
+		if err := s.enqueue(ctx, rec, def, res.Resume); err != nil {
+			return nil, err
+		}
 	}
 	return &proto.Ack{}, nil
 }

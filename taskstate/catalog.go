@@ -59,6 +59,9 @@ type ToolDef struct {
 	PollIntervalMs int64 `json:"pollIntervalMs,omitempty"`
 	// Queue is the asynq queue the tool's workers serve.
 	Queue string `json:"queue"`
+	// Order is the entry's registration rank in its worker; listings are
+	// sorted by Order, then Key.
+	Order int `json:"order,omitempty"`
 	// PublishedAt is when a worker last published the definition.
 	PublishedAt time.Time `json:"publishedAt"`
 }
@@ -105,8 +108,8 @@ func (s *Store) PublishTools(ctx context.Context, defs []ToolDef) error {
 	return s.rdb.HSet(ctx, s.keys.Catalog(), args...).Err()
 }
 
-// Tools reads the whole catalog (every kind), sorted by key. Entries that
-// do not decode are skipped.
+// Tools reads the whole catalog (every kind), sorted by Order then Key.
+// Entries that do not decode are skipped.
 func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.Catalog()).Result()
 	if err != nil {
@@ -119,7 +122,12 @@ func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
 			defs = append(defs, d)
 		}
 	}
-	sort.Slice(defs, func(i, j int) bool { return defs[i].Key() < defs[j].Key() })
+	sort.Slice(defs, func(i, j int) bool {
+		if defs[i].Order != defs[j].Order {
+			return defs[i].Order < defs[j].Order
+		}
+		return defs[i].Key() < defs[j].Key()
+	})
 	return defs, nil
 }
 

@@ -41,3 +41,7 @@ func (k Keys) Lists() string { return k.Prefix + "lists" }
 // ResourceUpdates is where resource changes are announced; the payload is
 // the resource URI. Type: pub/sub channel.
 func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }
+
+// StateKey holds the HMAC key front ends share for MRTR requestState
+// (base64). Type: string.
+func (k Keys) StateKey() string { return k.Prefix + "state-key" }

@@ -135,6 +135,11 @@ func (w *Worker) ResourceUpdated(ctx context.Context, uri string) error {
 // publishes e and announces the list change.
 func (w *Worker) add(ctx context.Context, e *entry, list string) error {
 	w.mu.Lock()
+	if old, ok := w.entries[e.def.Key()]; ok {
+		e.def.Order = old.def.Order
+	} else {
+		e.def.Order = len(w.entries) + 1
+	}
 	w.entries[e.def.Key()] = e
 	running := w.running
 	w.mu.Unlock()

@@ -79,6 +79,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		if _, dup := w.entries[e.def.Key()]; dup {
 			return nil, fmt.Errorf("worker: tool %q registered twice", t.Name)
 		}
+		e.def.Order = len(w.entries) + 1
 		w.entries[e.def.Key()] = e
 	}
 	return w, nil

@@ -69,6 +69,11 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 	fs.DurationVar(&cfg.DefaultTTL, "default-ttl", envDuration("MCPQ_DEFAULT_TTL", time.Hour), "task lifetime for tools that set none (env MCPQ_DEFAULT_TTL)")
 	fs.DurationVar(&cfg.MaxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", 24*time.Hour), "cap on every task lifetime (env MCPQ_MAX_TTL)")
 	fs.BoolVar(&cfg.AllowUnlimitedTTL, "allow-unlimited-ttl", env("MCPQ_ALLOW_UNLIMITED_TTL", "") == "true", "let tools ask for tasks that never expire (env MCPQ_ALLOW_UNLIMITED_TTL=true)")
+	fs.Func("allowed-origins", "comma-separated browser origins or host names allowed to call, * for all (env MCPQ_ALLOWED_ORIGINS; default localhost, 127.0.0.1, [::1])", func(v string) error {
+		cfg.AllowedOrigins = splitList(v)
+		return nil
+	})
+	cfg.AllowedOrigins = splitList(env("MCPQ_ALLOWED_ORIGINS", ""))
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", envDuration("MCPQ_POLL_INTERVAL", time.Second), "pollIntervalMs for tools that set none (env MCPQ_POLL_INTERVAL)")
 }
 
@@ -79,9 +84,20 @@ func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
 	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance" (env MCPQ_FIXTURES)`)
 }
 
-// newWorker builds a worker serving the demo pack plus the named fixture packs.
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// newWorker builds a worker serving the named fixture packs, then the demo pack.
 func newWorker(ctx context.Context, cfg worker.Config, fixtures string) (*worker.Worker, error) {
-	w, err := worker.New(cfg, demo.Tools()...)
+	w, err := worker.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +110,11 @@ func newWorker(ctx context.Context, cfg worker.Config, fixtures string) (*worker
 			}
 		default:
 			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance)", name)
+		}
+	}
+	for _, t := range demo.Tools() {
+		if err := w.AddTool(ctx, t); err != nil {
+			return nil, err
 		}
 	}
 	return w, nil

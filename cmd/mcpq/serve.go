@@ -54,6 +54,7 @@ func serveHTTP(ctx context.Context, log *slog.Logger, ln net.Listener, cfg front
 	case <-ctx.Done():
 	}
 	log.Info("frontend stopping")
+	srv.Drain() // end listen streams, so Shutdown is not held up by them
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,155 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// listenFilter is subscriptions/listen's notifications filter.
+type listenFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	TaskIDs               []string `json:"taskIds,omitempty"`
+}
+
+// listenEvent is one event for a listen stream, from whichever channel.
+type listenEvent struct {
+	kind    string // "list", "resource" or "task"
+	payload string
+	ref     taskstate.Ref
+}
+
+// listen serves subscriptions/listen: an SSE stream that starts with the
+// acknowledgement and then carries only the requested notification types,
+// each tagged with the listen request's id. Catalog changes, resource
+// updates and task state changes arrive through Redis pub/sub, so a change
+// made through any replica or worker reaches every listener.
+func (s *Server) listen(ctx context.Context, c *call) (any, error) {
+	var p struct {
+		Notifications listenFilter `json:"notifications"`
+	}
+	if err := decodeParams(c, &p); err != nil {
+		return nil, err
+	}
+	f := p.Notifications
+	if len(f.TaskIDs) > 0 && !c.tasksDeclared() {
+		return nil, proto.MissingTasksExtension()
+	}
+	if !c.resp.sseOK {
+		return nil, withStatus(proto.NewError(proto.CodeInvalidRequest,
+			"subscriptions/listen answers a text/event-stream: the Accept header must allow it"), http.StatusNotAcceptable)
+	}
+	events := make(chan listenEvent, 64)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	forward := func(sub *taskstate.Subscription, kind string, ref taskstate.Ref) {
+		defer sub.Close()
+		for {
+			select {
+			case v := <-sub.C:
+				select {
+				case events <- listenEvent{kind: kind, payload: v, ref: ref}:
+				case <-lctx.Done():
+					return
+				}
+			case <-lctx.Done():
+				return
+			}
+		}
+	}
+	honored := listenFilter{ToolsListChanged: f.ToolsListChanged, PromptsListChanged: f.PromptsListChanged,
+		ResourcesListChanged: f.ResourcesListChanged, ResourceSubscriptions: f.ResourceSubscriptions}
+	keys := s.store.Keys()
+	if f.ToolsListChanged || f.PromptsListChanged || f.ResourcesListChanged {
+		sub, err := s.hub.Subscribe(ctx, keys.Lists())
+		if err != nil {
+			return nil, err
+		}
+		go forward(sub, "list", taskstate.Ref{})
+	}
+	if len(f.ResourceSubscriptions) > 0 {
+		sub, err := s.hub.Subscribe(ctx, keys.ResourceUpdates())
+		if err != nil {
+			return nil, err
+		}
+		go forward(sub, "resource", taskstate.Ref{})
+	}
+	var tasks []*taskstate.Record
+	owner := taskstate.OwnerTag(c.principal)
+	for _, id := range f.TaskIDs {
+		ref := taskstate.Ref{Owner: owner, ID: id}
+		sub, err := s.hub.Subscribe(ctx, keys.Events(ref))
+		if err != nil {
+			return nil, err
+		}
+		rec, err := s.store.Get(ctx, ref)
+		if err != nil { // unknown, expired or another principal's: not honoured
+			sub.Close()
+			continue
+		}
+		honored.TaskIDs = append(honored.TaskIDs, id)
+		tasks = append(tasks, rec)
+		go forward(sub, "task", ref)
+	}
+
+	subMeta := map[string]any{proto.MetaSubscriptionID: c.req.ID}
+	send := func(method string, params map[string]any) {
+		params["_meta"] = subMeta
+		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: method, Params: params})
+	}
+	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifySubscribed,
+		Params: map[string]any{"_meta": subMeta, "notifications": honored}})
+	sendTask := func(rec *taskstate.Record) {
+		b, _ := json.Marshal(rec.Detailed())
+		var params map[string]any
+		_ = json.Unmarshal(b, &params)
+		send(proto.NotifyTasks, params)
+	}
+	for _, rec := range tasks { // the state as of the acknowledgement
+		sendTask(rec)
+	}
+
+	keepAlive := time.NewTicker(keepAliveEvery)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case ev := <-events:
+			switch ev.kind {
+			case "list":
+				switch {
+				case ev.payload == taskstate.ListTools && f.ToolsListChanged:
+					send(proto.NotifyToolsListChanged, map[string]any{})
+				case ev.payload == taskstate.ListPrompts && f.PromptsListChanged:
+					send(proto.NotifyPromptsListChanged, map[string]any{})
+				case ev.payload == taskstate.ListResources && f.ResourcesListChanged:
+					send(proto.NotifyResourcesChanged, map[string]any{})
+				}
+			case "resource":
+				if slices.Contains(f.ResourceSubscriptions, ev.payload) {
+					send(proto.NotifyResourceUpdated, map[string]any{"uri": ev.payload})
+				}
+			case "task":
+				if _, isNote := taskstate.IsNotification(ev.payload); isNote || ev.payload == taskstate.EventCancel {
+					continue
+				}
+				if rec, err := s.store.Get(ctx, ev.ref); err == nil {
+					sendTask(rec)
+				}
+			}
+		case <-keepAlive.C:
+			c.resp.keepAlive()
+		case <-s.draining:
+			return &proto.Ack{ResultBase: proto.ResultBase{Meta: proto.ResultMeta{proto.MetaSubscriptionID: c.req.ID}}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

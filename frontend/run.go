@@ -1,0 +1,352 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// jobMaxRetry is how often asynq re-delivers a job whose worker failed
+// (Redis errors, a worker that died); the record fences stale attempts.
+const jobMaxRetry = 3
+
+// keepAliveEvery is how often a long wait writes an SSE comment.
+const keepAliveEvery = 15 * time.Second
+
+// invocation is one run of a catalog entry for a request: a tool call, a
+// prompt, a resource read or a completion. All of them are task records run
+// by workers, so each may ask for input (MRTR) the same way.
+type invocation struct {
+	def *taskstate.ToolDef
+	// method and name identify the request a requestState is bound to.
+	method, name string
+	// args is the job's arguments object.
+	args json.RawMessage
+	// responses and state are the MRTR retry's inputResponses and requestState.
+	responses json.RawMessage
+	state     *string
+}
+
+// invoke runs inv with the server-directed decision of DESIGN.md: a sync
+// entry is waited for; a task tool answers a task at once (or, with a sync
+// budget, after gathering input by MRTR); an auto tool waits its budget and
+// then answers a task to a client with the Tasks extension, and keeps
+// waiting for one without. Input asked while the request still waits is
+// answered as an InputRequiredResult whose requestState names the task.
+func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, error) {
+	declared := c.tasksDeclared()
+	policy := inv.def.Policy
+	if inv.def.Kind != taskstate.KindTool {
+		policy = taskstate.PolicySync
+	} else if policy == "" {
+		policy = taskstate.PolicyAuto
+	}
+	if policy == taskstate.PolicyTask && !declared {
+		return nil, proto.MissingTasksExtension()
+	}
+	owner := taskstate.OwnerTag(c.principal)
+	bind := binding(inv.method, inv.name, inv.args)
+
+	var (
+		ref taskstate.Ref
+		sub *taskstate.Subscription
+		rec *taskstate.Record
+		err error
+	)
+	if inv.state != nil {
+		st, err := s.verifyState(*inv.state, owner, bind, s.cfg.Clock())
+		if err != nil {
+			return nil, err
+		}
+		ref = taskstate.Ref{Owner: owner, ID: st.TaskID}
+		if sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref)); err != nil {
+			return nil, err
+		}
+		defer sub.Close()
+		if rec, err = s.deliverAnswers(ctx, ref, inv); err != nil {
+			return nil, err
+		}
+	} else {
+		ref = taskstate.Ref{Owner: owner, ID: taskstate.NewID()}
+		handOut := policy == taskstate.PolicyTask && inv.def.SyncBudgetMs <= 0
+		if !handOut {
+			// Subscribe before the create, so no state change can be missed.
+			if sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref)); err != nil {
+				return nil, err
+			}
+			defer sub.Close()
+		}
+		caps, _ := json.Marshal(c.meta.ClientCapabilities)
+		rec, err = s.store.Create(ctx, taskstate.CreateParams{
+			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
+			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
+			StatusMessage: "Queued", Capabilities: caps,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := s.enqueue(ctx, rec, inv.def, 0); err != nil {
+			return nil, err
+		}
+		if handOut {
+			return createTaskResult(rec), nil
+		}
+	}
+
+	wait := s.cfg.SyncWaitLimit
+	switch {
+	case policy == taskstate.PolicyTask:
+		wait = time.Duration(inv.def.SyncBudgetMs) * time.Millisecond
+	case policy == taskstate.PolicyAuto && declared:
+		wait = s.cfg.SyncBudget
+		if inv.def.SyncBudgetMs > 0 {
+			wait = time.Duration(inv.def.SyncBudgetMs) * time.Millisecond
+		}
+	}
+	if !settled(rec) {
+		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
+			return nil, err
+		}
+	}
+
+	switch {
+	case rec.Status == proto.StatusInputRequired:
+		return s.askInput(ctx, c, rec, bind)
+	case policy == taskstate.PolicyTask:
+		return createTaskResult(rec), nil
+	case rec.Status.Terminal():
+		return finalResult(rec)
+	case policy == taskstate.PolicyAuto && declared:
+		return createTaskResult(rec), nil
+	}
+	// Held open as long as allowed and still not done: give up the work too.
+	_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+	return nil, proto.NewError(proto.CodeInternalError, "Timed out after %s waiting for %s", wait, inv.name)
+}
+
+// settled reports whether the request can be answered from rec as it is.
+func settled(rec *taskstate.Record) bool {
+	return rec.Status.Terminal() || rec.Status == proto.StatusInputRequired
+}
+
+// deliverAnswers applies an MRTR retry's inputResponses to the task its
+// requestState names, resumes the task when nothing is pending any more,
+// and returns the record as it is then.
+func (s *Server) deliverAnswers(ctx context.Context, ref taskstate.Ref, inv invocation) (*taskstate.Record, error) {
+	answers, err := decodeResponses(inv.responses)
+	if err != nil {
+		return nil, err
+	}
+	if len(answers) > 0 {
+		res, err := s.store.Answer(ctx, ref, answers)
+		switch {
+		case errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired):
+			return nil, errBadState("its task no longer exists")
+		case err != nil && !errors.Is(err, taskstate.ErrTerminal):
+			return nil, err
+		}
+		if res.Resume > 0 {
+			rec, err := s.store.Get(ctx, ref)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.enqueue(ctx, rec, inv.def, res.Resume); err != nil {
+				return nil, err
+			}
+			return rec, nil
+		}
+	}
+	rec, err := s.store.Get(ctx, ref)
+	if errors.Is(err, taskstate.ErrNotFound) {
+		return nil, errBadState("its task no longer exists")
+	}
+	return rec, err
+}
+
+// awaitSettled waits up to d for the task to end or to ask for input, woken
+// by its events (it does not poll); it relays the task's notifications to
+// the request meanwhile and returns the record as it is then.
+func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration) (*taskstate.Record, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var keepAlive <-chan time.Time
+	if d > keepAliveEvery {
+		t := time.NewTicker(keepAliveEvery)
+		defer t.Stop()
+		keepAlive = t.C
+	}
+	for {
+		select {
+		case ev := <-sub.C:
+			if n, ok := taskstate.IsNotification(ev); ok {
+				s.relay(c, n)
+				continue
+			}
+			if st := proto.TaskStatus(ev); !st.Terminal() && st != proto.StatusInputRequired {
+				continue
+			}
+			rec, err := s.store.Get(ctx, ref)
+			if err != nil || settled(rec) {
+				return rec, err
+			}
+		case <-timer.C:
+			return s.store.Get(ctx, ref)
+		case <-keepAlive:
+			c.resp.keepAlive()
+		case <-ctx.Done():
+			// The client went away: nobody can receive this call's answer.
+			_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// relay forwards a worker's notification to the waiting request when the
+// request asked for it: progress only with a progressToken, log messages
+// only at or above the request's logLevel.
+func (s *Server) relay(c *call, raw string) {
+	var n struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal([]byte(raw), &n) != nil {
+		return
+	}
+	switch n.Method {
+	case proto.NotifyProgress:
+		if len(c.meta.ProgressToken) == 0 {
+			return
+		}
+		var p proto.ProgressParams
+		if json.Unmarshal(n.Params, &p) != nil {
+			return
+		}
+		p.ProgressToken = c.meta.ProgressToken
+		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: n.Method, Params: p})
+	case proto.NotifyMessage:
+		want := proto.LoggingLevel(c.meta.LogLevel).Severity()
+		var p proto.LoggingMessageParams
+		if want < 0 || json.Unmarshal(n.Params, &p) != nil || p.Level.Severity() < want {
+			return
+		}
+		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: n.Method, Params: p})
+	}
+}
+
+// askInput answers the input a parked task asks for as an
+// InputRequiredResult, or -32021 when the request did not declare a
+// capability an input kind needs (the server never asks for those).
+func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, bind string) (any, error) {
+	var missing proto.ClientCapabilities
+	lacking := false
+	for _, raw := range rec.InputRequests {
+		var r struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(raw, &r)
+		caps := c.meta.ClientCapabilities
+		switch r.Method {
+		case proto.MethodElicit:
+			if caps.Elicitation == nil {
+				missing.Elicitation, lacking = json.RawMessage(`{}`), true
+			}
+		case proto.MethodCreateMessage:
+			if caps.Sampling == nil {
+				missing.Sampling, lacking = json.RawMessage(`{}`), true
+			}
+		case proto.MethodListRoots:
+			if caps.Roots == nil {
+				missing.Roots, lacking = json.RawMessage(`{}`), true
+			}
+		}
+	}
+	if lacking {
+		_ = s.store.RequestCancel(context.WithoutCancel(ctx), rec.Ref)
+		return nil, proto.MissingCapability("The request needs input the client did not declare it can give", missing)
+	}
+	exp := s.cfg.Clock().Add(s.cfg.MaxTTL)
+	if d := rec.Deadline(); !d.IsZero() && d.Before(exp) {
+		exp = d
+	}
+	return &proto.InputRequiredResult{
+		ResultBase:    proto.ResultBase{ResultType: proto.ResultInputRequired},
+		InputRequests: rec.InputRequests,
+		RequestState:  s.signState(requestState{TaskID: rec.Ref.ID, Owner: rec.Ref.Owner, Binding: bind, Expires: exp.Unix()}),
+	}, nil
+}
+
+// enqueue puts the task's job on its entry's queue. The asynq task id is
+// the task id (plus the resume number for a resumed task), so a repeated
+// enqueue is a harmless conflict.
+func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskstate.ToolDef, resume int64) error {
+	timeout := 24 * time.Hour
+	if d := rec.Deadline(); !d.IsZero() {
+		timeout = max(d.Sub(s.cfg.Clock()), time.Second)
+	}
+	id := rec.Ref.ID
+	if resume > 0 {
+		id += "#" + strconv.FormatInt(resume, 10)
+	}
+	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(rec.Ref))
+	_, err := s.cfg.Enqueuer.EnqueueContext(ctx, job, asynq.TaskID(id), asynq.Queue(def.Queue),
+		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(timeout))
+	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	if resume == 0 {
+		// Nothing will run it: end the record rather than leave it working.
+		_ = s.store.Finish(context.WithoutCancel(ctx), rec.Ref, 0, taskstate.Outcome{
+			Status: proto.StatusFailed, StatusMessage: "Could not be scheduled",
+			Error: proto.NewError(proto.CodeInternalError, "Internal error: the task could not be scheduled")})
+	}
+	return fmt.Errorf("enqueue task %s: %w", rec.Ref.ID, err)
+}
+
+// ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is unlimited.
+func (s *Server) ttlFor(def *taskstate.ToolDef) *int64 {
+	ttl := s.cfg.DefaultTTL
+	switch {
+	case def.TTLMs == taskstate.UnlimitedTTL && s.cfg.AllowUnlimitedTTL:
+		return nil
+	case def.TTLMs == taskstate.UnlimitedTTL:
+		ttl = s.cfg.MaxTTL
+	case def.TTLMs > 0:
+		ttl = time.Duration(def.TTLMs) * time.Millisecond
+	}
+	ms := min(ttl, s.cfg.MaxTTL).Milliseconds()
+	return &ms
+}
+
+func (s *Server) pollFor(def *taskstate.ToolDef) time.Duration {
+	if def.PollIntervalMs > 0 {
+		return time.Duration(def.PollIntervalMs) * time.Millisecond
+	}
+	return s.cfg.PollInterval
+}
+
+func createTaskResult(rec *taskstate.Record) *proto.CreateTaskResult {
+	return &proto.CreateTaskResult{ResultBase: proto.ResultBase{ResultType: proto.ResultTask}, Task: rec.Task()}
+}
+
+// finalResult is the plain answer of a request whose task ended in time.
+func finalResult(rec *taskstate.Record) (any, error) {
+	switch rec.Status {
+	case proto.StatusCompleted:
+		var r rawResult
+		if err := json.Unmarshal(rec.Result, &r); err != nil {
+			return nil, fmt.Errorf("stored result of task %s: %w", rec.Ref.ID, err)
+		}
+		return r, nil
+	case proto.StatusFailed:
+		return nil, rec.Detailed().Error
+	}
+	return nil, proto.NewError(proto.CodeInternalError, "The request was cancelled")
+}

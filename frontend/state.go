@@ -1,0 +1,132 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// requestState is what an MRTR requestState carries: the parked task that
+// holds the work, bound to the principal, the originating request and an
+// expiry, and integrity-protected with an HMAC under a key every replica shares.
+type requestState struct {
+	// TaskID is the task holding the work.
+	TaskID string `json:"t"`
+	// Owner is the principal's tag.
+	Owner string `json:"o"`
+	// Binding hashes the request (method, name, arguments).
+	Binding string `json:"b"`
+	// Expires is the unix time after which the state is refused.
+	Expires int64 `json:"e"`
+}
+
+const stateVersion = "v1"
+
+// errBadState answers a tampered, foreign, expired or malformed requestState.
+func errBadState(why string) error {
+	return proto.NewError(proto.CodeInvalidParams, "Invalid requestState: %s", why)
+}
+
+// stateKeyFromRedis returns the HMAC key shared by all front ends, creating
+// it once (SET NX) when no replica has yet.
+func stateKeyFromRedis(ctx context.Context, rdb redis.UniversalClient, keys taskstate.Keys) ([]byte, error) {
+	var fresh [32]byte
+	_, _ = rand.Read(fresh[:])
+	if err := rdb.SetNX(ctx, keys.StateKey(), base64.StdEncoding.EncodeToString(fresh[:]), 0).Err(); err != nil {
+		return nil, err
+	}
+	v, err := rdb.Get(ctx, keys.StateKey()).Result()
+	if err != nil {
+		return nil, err
+	}
+	return base64.StdEncoding.DecodeString(v)
+}
+
+// binding hashes what a requestState is bound to: the method, the name and
+// the arguments (canonicalised: key order and spacing do not matter).
+func binding(method, name string, args json.RawMessage) string {
+	var v any
+	canon := []byte("null")
+	if len(args) > 0 && json.Unmarshal(args, &v) == nil {
+		canon, _ = json.Marshal(v)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", method, name)
+	h.Write(canon)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+}
+
+func (s *Server) signState(st requestState) string {
+	payload, _ := json.Marshal(st)
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	return stateVersion + "." + p + "." + s.mac(p)
+}
+
+func (s *Server) mac(p string) string {
+	m := hmac.New(sha256.New, s.stateKey)
+	m.Write([]byte(stateVersion + "." + p))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// verifyState checks a requestState's integrity, owner, binding and expiry.
+func (s *Server) verifyState(raw, owner, bind string, now time.Time) (*requestState, error) {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 || parts[0] != stateVersion {
+		return nil, errBadState("malformed")
+	}
+	want, err := base64.RawURLEncoding.DecodeString(s.mac(parts[1]))
+	if err != nil {
+		return nil, errBadState("malformed")
+	}
+	got, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || !hmac.Equal(got, want) {
+		return nil, errBadState("integrity check failed")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, errBadState("malformed")
+	}
+	var st requestState
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if err := dec.Decode(&st); err != nil {
+		return nil, errBadState("malformed")
+	}
+	switch {
+	case st.Owner != owner:
+		return nil, errBadState("issued to another principal")
+	case st.Binding != bind:
+		return nil, errBadState("issued for another request")
+	case now.Unix() > st.Expires:
+		return nil, errBadState("expired")
+	}
+	return &st, nil
+}
+
+// decodeResponses reads inputResponses: an object whose values are objects.
+func decodeResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: inputResponses must be an object")
+	}
+	for k, v := range m {
+		if len(v) == 0 || v[0] != '{' {
+			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: inputResponses[%q] must be an object", k)
+		}
+	}
+	return m, nil
+}

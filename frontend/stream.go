@@ -1,0 +1,107 @@
+package frontend
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// responder writes one request's answer. It answers plain JSON unless a
+// related notification (progress, log) or a keep-alive must go out first:
+// then it switches to a text/event-stream scoped to the request, and the
+// final response becomes the stream's last event.
+type responder struct {
+	mu        sync.Mutex
+	w         http.ResponseWriter
+	sseOK     bool // the client accepts text/event-stream
+	streaming bool
+	done      bool
+}
+
+func newResponder(w http.ResponseWriter, r *http.Request) *responder {
+	return &responder{w: w, sseOK: acceptsSSE(r.Header.Get("Accept"))}
+}
+
+// acceptsSSE reports whether an Accept header admits text/event-stream.
+func acceptsSSE(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		mt := strings.TrimSpace(strings.SplitN(part, ";", 2)[0])
+		if mt == "text/event-stream" || mt == "text/*" || mt == "*/*" {
+			return true
+		}
+	}
+	return false
+}
+
+// startStream switches to SSE; false when the client does not accept it.
+func (r *responder) startStream() bool {
+	if r.streaming {
+		return true
+	}
+	if !r.sseOK || r.done {
+		return false
+	}
+	h := r.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	r.w.WriteHeader(http.StatusOK)
+	r.streaming = true
+	return true
+}
+
+// notify sends a related notification on the request's stream. It reports
+// whether it was sent (a client that does not accept SSE gets none).
+func (r *responder) notify(msg any) bool {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.startStream() {
+		return false
+	}
+	r.event(b)
+	return true
+}
+
+// keepAlive writes an SSE comment, switching to SSE if allowed, so proxies
+// keep a long wait open.
+func (r *responder) keepAlive() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.startStream() {
+		_, _ = r.w.Write([]byte(": keep-alive\n\n"))
+		r.flush()
+	}
+}
+
+func (r *responder) event(b []byte) {
+	_, _ = r.w.Write([]byte("event: message\ndata: "))
+	_, _ = r.w.Write(b)
+	_, _ = r.w.Write([]byte("\n\n"))
+	r.flush()
+}
+
+func (r *responder) flush() {
+	if f, ok := r.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// finish writes the final response: as the last SSE event when streaming,
+// else as a JSON body with status.
+func (r *responder) finish(status int, b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = true
+	if r.streaming {
+		r.event(b)
+		return
+	}
+	r.w.Header().Set("Content-Type", "application/json")
+	r.w.WriteHeader(status)
+	_, _ = r.w.Write(b)
+}

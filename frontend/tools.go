@@ -1,0 +1,47 @@
+package frontend
+
+import (
+	"context"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
+	var p proto.CallToolParams
+	if err := decodeParams(c, &p); err != nil {
+		return nil, err
+	}
+	if p.Name == "" {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: name is required")
+	}
+	if len(p.Arguments) > 0 && string(p.Arguments) != "null" && p.Arguments[0] != '{' {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: arguments must be an object")
+	}
+	def, err := s.catalog.get(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	if def == nil || def.Kind != taskstate.KindTool {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", p.Name)
+	}
+	return s.invoke(ctx, c, invocation{def: def, method: proto.MethodToolsCall, name: p.Name,
+		args: p.Arguments, responses: p.InputResponses, state: p.RequestState})
+}
+
+func (s *Server) listTools(ctx context.Context, c *call) (any, error) {
+	defs, err := s.catalog.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tools := []proto.Tool{}
+	for _, d := range defs {
+		if d.Kind == taskstate.KindTool {
+			tools = append(tools, d.Tool)
+		}
+	}
+	return &proto.ListToolsResult{
+		CacheHints: proto.CacheHints{TTLMs: listTTLMs, CacheScope: proto.CachePublic},
+		Tools:      tools,
+	}, nil
+}
