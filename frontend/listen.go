@@ -107,14 +107,16 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 	}
 	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifySubscribed,
 		Params: map[string]any{"_meta": subMeta, "notifications": honored}})
-	sendTask := func(rec *taskstate.Record) {
-		b, _ := json.Marshal(rec.Detailed())
+	last := map[string]proto.DetailedTask{} // by task id: what the listener saw last
+	sendTask := func(d proto.DetailedTask) {
+		last[d.TaskID] = d
+		b, _ := json.Marshal(d)
 		var params map[string]any
 		_ = json.Unmarshal(b, &params)
 		send(proto.NotifyTasks, params)
 	}
 	for _, rec := range tasks { // the state as of the acknowledgement
-		sendTask(rec)
+		sendTask(rec.Detailed())
 	}
 
 	keepAlive := time.NewTicker(keepAliveEvery)
@@ -140,8 +142,17 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 				if _, isNote := taskstate.IsNotification(ev.payload); isNote || ev.payload == taskstate.EventCancel {
 					continue
 				}
+				if ev.payload == taskstate.EventExpired {
+					// The reaper removed it: say so once, as a final failed state.
+					if d, ok := last[ev.ref.ID]; ok && !d.Status.Terminal() {
+						d.Status, d.StatusMessage, d.InputRequests = proto.StatusFailed, "Expired", nil
+						d.Error = proto.NewError(proto.CodeInternalError, "Task expired: its ttlMs passed")
+						sendTask(d)
+					}
+					continue
+				}
 				if rec, err := s.store.Get(ctx, ev.ref); err == nil {
-					sendTask(rec)
+					sendTask(rec.Detailed())
 				}
 			}
 		case <-keepAlive.C:

@@ -42,17 +42,22 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	ttl, expireAt := "", ""
+	ttl, expireAt, deadline := "", "", ""
 	if p.TTLMs != nil {
 		ttl = strconv.FormatInt(*p.TTLMs, 10)
 		expireAt = strconv.FormatInt(ms+*p.TTLMs+s.grace.Milliseconds(), 10)
+		deadline = strconv.FormatInt(ms+*p.TTLMs, 10)
+		// The reaper finds owners here; idempotent, so written before the task.
+		if err := s.rdb.SAdd(ctx, s.keys.Owners(), ref.Owner).Err(); err != nil {
+			return nil, err
+		}
 	}
 	caps := p.Capabilities
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	err := s.runCode(ctx, createScript, ref, ms, p.Principal, p.Tool, string(args), ttl,
-		p.PollIntervalMs, p.StatusMessage, expireAt, string(caps))
+	err := s.runKeys(ctx, createScript, []string{s.keys.Task(ref), s.keys.Deadlines(ref.Owner)}, ms, p.Principal,
+		p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt, string(caps), ref.ID, deadline)
 	if err != nil {
 		return nil, err
 	}

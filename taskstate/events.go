@@ -23,3 +23,6 @@ func (s *Store) Notify(ctx context.Context, ref Ref, notification []byte) error 
 func IsNotification(event string) (string, bool) {
 	return strings.CutPrefix(event, EventNotifyPrefix)
 }
+
+// EventExpired is published when the reaper removed an expired task.
+const EventExpired = "expired"

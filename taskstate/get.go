@@ -1,6 +1,11 @@
 package taskstate
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcpq/mcpq/proto"
+)
 
 // Get reads a task record. A missing record, a malformed id and a record
 // whose TTL has passed all answer ErrNotFound.
@@ -12,9 +17,13 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := s.now()
 	r, ok := decodeRecord(ref, f)
-	if !ok || r.Expired(s.now()) {
+	if !ok || r.Expired(now) {
 		return nil, ErrNotFound
+	}
+	if r.Status == proto.StatusWorking && r.Attempt > 0 && !r.Heartbeat.IsZero() && now.Sub(r.Heartbeat) > s.lost {
+		r.StatusMessage = fmt.Sprintf("No word from its worker since %s; it will be run again", FormatTime(r.Heartbeat))
 	}
 	return r, nil
 }

@@ -45,3 +45,11 @@ func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }
 // StateKey holds the HMAC key front ends share for MRTR requestState
 // (base64). Type: string.
 func (k Keys) StateKey() string { return k.Prefix + "state-key" }
+
+// Deadlines indexes one owner's tasks that have a TTL: member task id,
+// score the deadline (unix ms). The reaper walks it. Type: sorted set.
+func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }
+
+// Owners lists the owner tags that have (or had) tasks with a deadline, so
+// the reaper can find every Deadlines index. Type: set.
+func (k Keys) Owners() string { return k.Prefix + "owners" }

@@ -153,11 +153,23 @@ func (r *Record) Task() proto.Task {
 		LastUpdatedAt: FormatTime(r.LastUpdatedAt),
 		TTLMs:         r.TTLMs,
 	}
-	if r.PollIntervalMs > 0 {
-		p := r.PollIntervalMs
+	if p := r.pollInterval(); p > 0 {
 		t.PollIntervalMs = &p
 	}
 	return t
+}
+
+// InputPollIntervalMs is the slowest polling suggested while a task waits
+// for input: a person answers in seconds, not milliseconds.
+const InputPollIntervalMs = 5000
+
+// pollInterval is the pollIntervalMs suggested now: the tool's interval
+// while working, and at least InputPollIntervalMs while waiting for input.
+func (r *Record) pollInterval() int64 {
+	if r.Status == proto.StatusInputRequired {
+		return max(r.PollIntervalMs, InputPollIntervalMs)
+	}
+	return r.PollIntervalMs
 }
 
 // Detailed is the record's wire DetailedTask: the variant of its status.

@@ -33,4 +33,6 @@ var (
 	inputScript      = loadScript("input")
 	updateScript     = loadScript("update")
 	checkpointScript = loadScript("checkpoint")
+	ttlScript        = loadScript("ttl")
+	reapScript       = loadScript("reap")
 )

@@ -17,6 +17,10 @@ type Options struct {
 	// Redis deletes it (the store already answers ErrNotFound at the TTL).
 	// Default 1 minute.
 	ExpiryGrace time.Duration
+	// LostAfter is how long a running task may go without a worker
+	// heartbeat before Get reports its worker lost (default 15s; workers
+	// heartbeat every few seconds).
+	LostAfter time.Duration
 }
 
 // Store reads and changes task records. It is safe for concurrent use.
@@ -25,6 +29,7 @@ type Store struct {
 	keys  Keys
 	now   func() time.Time
 	grace time.Duration
+	lost  time.Duration
 }
 
 // New returns a Store over rdb.
@@ -38,7 +43,10 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.ExpiryGrace == 0 {
 		opts.ExpiryGrace = time.Minute
 	}
-	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace}
+	if opts.LostAfter == 0 {
+		opts.LostAfter = 15 * time.Second
+	}
+	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace, lost: opts.LostAfter}
 }
 
 // Keys returns the key builder the store uses.
@@ -53,9 +61,15 @@ func (s *Store) Now() time.Time { return s.now() }
 // nowMs is the clock in unix milliseconds, the form scripts take.
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
-// runCode runs a script that returns a single code and maps it to an error.
+// runCode runs a script on the task's record that returns a single code
+// and maps it to an error.
 func (s *Store) runCode(ctx context.Context, sc *redis.Script, ref Ref, args ...any) error {
-	code, err := sc.Run(ctx, s.rdb, []string{s.keys.Task(ref)}, args...).Int64()
+	return s.runKeys(ctx, sc, []string{s.keys.Task(ref)}, args...)
+}
+
+// runKeys is runCode for scripts with more keys (all in the owner's slot).
+func (s *Store) runKeys(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {
+	code, err := sc.Run(ctx, s.rdb, keys, args...).Int64()
 	if err != nil {
 		return err
 	}

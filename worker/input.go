@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -108,4 +109,11 @@ func (c *Call) notify(ctx context.Context, method string, params any) error {
 		return err
 	}
 	return c.store.Notify(ctx, c.ref, b)
+}
+
+// ExtendTTL sets the task's ttlMs to ttl (counted from its creation, capped
+// by Config.MaxTTL), e.g. before waiting for a person. tasks/get shows the
+// new value.
+func (c *Call) ExtendTTL(ctx context.Context, ttl time.Duration) error {
+	return c.stateErr(c.store.SetTTL(ctx, c.ref, c.Attempt, min(ttl, c.worker.cfg.MaxTTL)))
 }

@@ -32,6 +32,14 @@ type Config struct {
 	// ShutdownTimeout is how long running jobs get to finish on shutdown
 	// before asynq puts them back in the queue (default 10s).
 	ShutdownTimeout time.Duration
+	// HeartbeatInterval is how often a running job proves it is alive and
+	// learns of cancellation or expiry between steps (default 3s).
+	HeartbeatInterval time.Duration
+	// ReapInterval is how often the worker finalizes expired tasks (default
+	// 5s; any number of workers may reap at once).
+	ReapInterval time.Duration
+	// MaxTTL caps Call.ExtendTTL (default 24h).
+	MaxTTL time.Duration
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the worker's logs (default slog.Default()).
@@ -65,6 +73,15 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 3 * time.Second
+	}
+	if cfg.ReapInterval <= 0 {
+		cfg.ReapInterval = 5 * time.Second
+	}
+	if cfg.MaxTTL <= 0 {
+		cfg.MaxTTL = 24 * time.Hour
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -123,6 +140,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker started", "entries", n, "queues", queues, "concurrency", w.cfg.Concurrency)
 	tick := time.NewTicker(w.cfg.CatalogInterval)
 	defer tick.Stop()
+	reap := time.NewTicker(w.cfg.ReapInterval)
+	defer reap.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,6 +152,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-tick.C:
 			if err := w.publish(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("publish catalog", "err", err)
+			}
+		case <-reap.C:
+			if n, err := w.store.Reap(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("reap expired tasks", "err", err)
+			} else if n > 0 {
+				w.log.Info("reaped expired tasks", "count", n)
 			}
 		}
 	}
@@ -176,22 +201,11 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 	rec := claim.Record
 	log := w.log.With("task", ref.ID, "tool", rec.Tool, "attempt", claim.Attempt)
 	cancel := make(chan struct{})
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	go func() {
-		for {
-			select {
-			case p := <-sub.C:
-				if p == "cancel" || proto.TaskStatus(p).Terminal() {
-					close(cancel)
-					stopRun()
-					return
-				}
-			case <-runCtx.Done():
-				return
-			}
-		}
-	}()
+	var cancelOnce sync.Once
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	requestCancel := func() { cancelOnce.Do(func() { close(cancel); stopRun(ErrCancelled) }) }
+	go w.watch(runCtx, sub, ref, claim.Attempt, requestCancel, stopRun)
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
@@ -203,6 +217,9 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 		if ctx.Err() != nil && !call.cancelRequested() {
 			log.Info("worker stopping: job goes back to the queue")
 			return ctx.Err()
+		}
+		if errors.Is(context.Cause(runCtx), errStop) {
+			herr = errStop
 		}
 		if errors.Is(herr, errStop) {
 			log.Info("task no longer ours: stopped without writing")
@@ -225,6 +242,36 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 	}
 	log.Debug("task finished", "status", out.Status)
 	return nil
+}
+
+// watch runs beside a job: it turns the task's cancel signal into
+// requestCancel at once, and heartbeats every HeartbeatInterval, which also
+// catches a cancel whose signal was missed and stops the job (errStop) when
+// the task expired or a newer attempt owns it.
+func (w *Worker) watch(ctx context.Context, sub *taskstate.Subscription, ref taskstate.Ref, attempt int64,
+	requestCancel func(), stop context.CancelCauseFunc) {
+	beat := time.NewTicker(w.cfg.HeartbeatInterval)
+	defer beat.Stop()
+	for {
+		select {
+		case p := <-sub.C:
+			if p == taskstate.EventCancel || p == taskstate.EventExpired || proto.TaskStatus(p).Terminal() {
+				requestCancel()
+			}
+		case <-beat.C:
+			err := w.store.Heartbeat(ctx, ref, attempt)
+			switch {
+			case errors.Is(err, taskstate.ErrCancelled):
+				requestCancel()
+			case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
+				errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
+				stop(errStop)
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // run calls h, turning a panic into a protocol error.

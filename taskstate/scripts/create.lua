@@ -1,8 +1,9 @@
 -- create.lua: write a new task record in status "working".
--- KEYS[1] task hash
+-- KEYS[1] task hash   KEYS[2] the owner's deadline index (sorted set)
 -- ARGV[1] now (unix ms)   ARGV[2] owner principal   ARGV[3] tool   ARGV[4] arguments (JSON)
 -- ARGV[5] ttlMs ('' = unlimited)   ARGV[6] pollIntervalMs   ARGV[7] statusMessage
 -- ARGV[8] expire-at (unix ms, '' = no Redis expiry)   ARGV[9] client capabilities (JSON)
+-- ARGV[10] task id   ARGV[11] deadline (unix ms, '' = none)
 -- Returns OK, or EXISTS (nothing written) when the id is taken.
 if redis.call('EXISTS', KEYS[1]) == 1 then return EXISTS end
 if not allowed('', 'working') then return ILLEGAL end
@@ -13,4 +14,5 @@ redis.call('HSET', KEYS[1],
   'owner', ARGV[2], 'tool', ARGV[3], 'arguments', ARGV[4],
   'attempt', 0, 'cancel', 0, 'caps', ARGV[9])
 if ARGV[8] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[8]) end
+if ARGV[11] ~= '' then redis.call('ZADD', KEYS[2], ARGV[11], ARGV[10]) end
 return OK

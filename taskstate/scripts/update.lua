@@ -31,6 +31,6 @@ end
 if not allowed('input_required', 'working') then return {ILLEGAL} end
 local resume = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
 redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0, 'statusMessage', 'Resuming with input',
-  'lastUpdatedAt', ARGV[1])
+  'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])
 redis.call('PUBLISH', ARGV[2], 'working')
 return {OK, applied, resume}

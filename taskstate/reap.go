@@ -1,0 +1,49 @@
+package taskstate
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// reapBatch bounds the expired tasks taken from one owner's index per pass.
+const reapBatch = 100
+
+// Reap finalizes every task whose deadline has passed: its worker is told
+// to stop (its next heartbeat sees the expiry), listeners get "expired",
+// and the record and its index entry are removed. It returns how many
+// tasks it reaped. Several reapers may run at once: each task is reaped once.
+func (s *Store) Reap(ctx context.Context) (int, error) {
+	now := s.nowMs()
+	reaped := 0
+	iter := s.rdb.SScan(ctx, s.keys.Owners(), 0, "", 100).Iterator()
+	for iter.Next(ctx) {
+		owner := iter.Val()
+		idx := s.keys.Deadlines(owner)
+		ids, err := s.rdb.ZRangeArgs(ctx, redisZRangeByScore(idx, now)).Result()
+		if err != nil {
+			return reaped, err
+		}
+		for _, id := range ids {
+			ref := Ref{Owner: owner, ID: id}
+			err := s.runKeys(ctx, reapScript, []string{s.keys.Task(ref), idx}, now, id, s.keys.Events(ref))
+			switch {
+			case err == nil:
+				reaped++
+			case errors.Is(err, ErrNotFound), errors.Is(err, ErrIllegal):
+			default:
+				return reaped, err
+			}
+		}
+	}
+	return reaped, iter.Err()
+}
+
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// redisZRangeByScore is the ZRANGE BYSCORE -inf..max LIMIT 0 reapBatch query.
+func redisZRangeByScore(key string, max int64) redis.ZRangeArgs {
+	return redis.ZRangeArgs{Key: key, Start: "-inf", Stop: max, ByScore: true, Count: reapBatch}
+}
