@@ -18,11 +18,13 @@ need_redis_server() {
   command -v redis-server >/dev/null 2>&1 || { log "redis-server still missing after install"; exit 1; }
 }
 
-# free_port: print a TCP port nothing listens on at 127.0.0.1.
+# free_port: print a TCP port nothing listens on at 127.0.0.1. It picks
+# below the kernel's ephemeral range, where client connections take ports.
 free_port() {
-  local p
+  local p low
+  low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
   for _ in $(seq 1 200); do
-    p=$(( (RANDOM % 20000) + 30000 ))
+    p=$(( (RANDOM % (low - 10000)) + 10000 ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
   done
   log "no free port found"; exit 1
@@ -32,20 +34,25 @@ free_port() {
 # set VAR to its redis:// URL and arrange for it to be stopped on exit.
 REDIS_PIDS=()
 start_redis() {
-  local port dir
-  port=$(free_port)
-  dir=$(mktemp -d)
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-    --daemonize no --logfile "$dir/redis.log" &
-  REDIS_PIDS+=("$!")
-  for _ in $(seq 1 100); do
-    if redis-cli -p "$port" ping >/dev/null 2>&1; then
-      printf -v "$1" 'redis://127.0.0.1:%s/0' "$port"
-      return
-    fi
-    sleep 0.1
+  local port dir pid
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    dir=$(mktemp -d)
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+      --daemonize no --logfile "$dir/redis.log" &
+    pid=$!
+    for _ in $(seq 1 100); do
+      if redis-cli -p "$port" ping >/dev/null 2>&1; then
+        REDIS_PIDS+=("$pid")
+        printf -v "$1" 'redis://127.0.0.1:%s/0' "$port"
+        return
+      fi
+      kill -0 "$pid" 2>/dev/null || break # it exited (port taken): try another
+      sleep 0.1
+    done
+    kill "$pid" 2>/dev/null || true
   done
-  log "redis-server on port $port did not start"; cat "$dir/redis.log" >&2; exit 1
+  log "redis-server did not start"; cat "$dir/redis.log" >&2; exit 1
 }
 
 stop_services() {

@@ -1,0 +1,38 @@
+// Command rrproxy is a test-only round-robin HTTP proxy: each request goes
+// to the next backend in turn, so consecutive MCP requests of one client
+// land on different front ends. Responses stream through unbuffered (SSE).
+//
+//	rrproxy -addr 127.0.0.1:9000 http://127.0.0.1:8081 http://127.0.0.1:8082
+package main
+
+import (
+	"flag"
+	"log"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:9000", "listen address")
+	flag.Parse()
+	var backends []*httputil.ReverseProxy
+	for _, b := range flag.Args() {
+		u, err := url.Parse(b)
+		if err != nil {
+			log.Fatalf("backend %q: %v", b, err)
+		}
+		p := httputil.NewSingleHostReverseProxy(u)
+		p.FlushInterval = -1
+		backends = append(backends, p)
+	}
+	if len(backends) == 0 {
+		log.Fatal("rrproxy: no backends")
+	}
+	var n atomic.Uint64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		backends[n.Add(1)%uint64(len(backends))].ServeHTTP(w, r)
+	})
+	log.Fatal(http.ListenAndServe(*addr, h))
+}
