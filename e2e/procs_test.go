@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
 )
 
 // mcpqBin is the binary built once for the whole package.
@@ -167,7 +169,30 @@ func startCluster(t *testing.T, frontends, workers int) []string {
 		waitHealthy(t, "http://"+addr)
 		urls = append(urls, "http://"+addr+"/mcp")
 	}
+	waitCatalog(t, urls[0], "greet")
 	return urls
+}
+
+// waitCatalog waits until the workers' catalog lists tool: workers publish
+// it when they start, independently of the front ends.
+func waitCatalog(t *testing.T, url, tool string) {
+	t.Helper()
+	c := &client.Client{URL: url}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var r proto.ListToolsResult
+		if err := c.Call(context.Background(), proto.MethodToolsList, "", nil, &r); err == nil {
+			for _, tl := range r.Tools {
+				if tl.Name == tool {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tool %s not in the catalog within 30s", tool)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // within is a failure bound for waits in these tests, not a speed check.

@@ -35,7 +35,7 @@ func (c *catalog) list(ctx context.Context) ([]taskstate.ToolDef, error) {
 	return c.defs, nil
 }
 
-// get returns the named tool or nil.
+// get returns the entry with the catalog key (taskstate.EntryKey) or nil.
 func (c *catalog) get(ctx context.Context, name string) (*taskstate.ToolDef, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -62,7 +62,7 @@ func (c *catalog) reloadLocked(ctx context.Context, maxAge time.Duration) error 
 	}
 	c.defs, c.byName, c.loadedAt = defs, make(map[string]*taskstate.ToolDef, len(defs)), now
 	for i := range defs {
-		c.byName[defs[i].Tool.Name] = &c.defs[i]
+		c.byName[defs[i].Key()] = &c.defs[i]
 	}
 	return nil
 }

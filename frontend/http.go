@@ -150,14 +150,24 @@ func (s *Server) withMeta(res any) any {
 			}
 		}
 	case rawResult:
-		meta := map[string]any{}
+		if r == nil { // a stored result of JSON null
+			r = rawResult{}
+			res = r
+		}
+		var meta map[string]any
 		if m, ok := r["_meta"]; ok {
 			_ = json.Unmarshal(m, &meta)
+		}
+		if meta == nil {
+			meta = map[string]any{}
 		}
 		for k, v := range s.resultMeta {
 			meta[k] = v
 		}
 		r["_meta"], _ = json.Marshal(meta)
+		if _, ok := r["resultType"]; !ok {
+			r["resultType"] = json.RawMessage(`"` + proto.ResultComplete + `"`)
+		}
 	}
 	return res
 }

@@ -296,7 +296,7 @@ func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskst
 		id += "#" + strconv.FormatInt(resume, 10)
 	}
 	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(rec.Ref))
-	_, err := s.cfg.Enqueuer.EnqueueContext(ctx, job, asynq.TaskID(id), asynq.Queue(def.Queue),
+	_, err := s.cfg.Enqueuer.EnqueueContext(ctx, job, asynq.TaskID(id), asynq.Queue(s.store.Keys().Queue(def.Queue)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(timeout))
 	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil

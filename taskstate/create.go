@@ -3,6 +3,7 @@ package taskstate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -34,6 +35,9 @@ type CreateParams struct {
 func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	now := s.now()
 	ms := now.UnixMilli()
+	if p.TTLMs != nil && *p.TTLMs <= 0 {
+		return nil, fmt.Errorf("taskstate: ttlMs must be positive, got %d", *p.TTLMs)
+	}
 	if p.ID == "" {
 		p.ID = NewID()
 	}

@@ -24,6 +24,9 @@ type Outcome struct {
 // already ended, ErrStale when a newer attempt owns it, ErrIllegal when the
 // table refuses, ErrExpired or ErrNotFound; nothing is written then.
 func (s *Store) Finish(ctx context.Context, ref Ref, attempt int64, o Outcome) error {
+	if !o.Status.Terminal() {
+		return ErrIllegal
+	}
 	field, payload := "", []byte(nil)
 	switch o.Status {
 	case proto.StatusCompleted:

@@ -11,10 +11,13 @@ import (
 // Redis connection. Subscribe waits for Redis to confirm the subscription, so
 // a state change made after Subscribe returns is never missed.
 type Hub struct {
-	ps   *redis.PubSub
-	mu   sync.Mutex
-	subs map[string]*hubChannel
-	done chan struct{}
+	ps *redis.PubSub
+	// cmdMu orders SUBSCRIBE/UNSUBSCRIBE on the wire as the map changes that
+	// cause them, so a channel closed and reopened ends up subscribed.
+	cmdMu sync.Mutex
+	mu    sync.Mutex
+	subs  map[string]*hubChannel
+	done  chan struct{}
 }
 
 type hubChannel struct {
@@ -90,6 +93,7 @@ func (s *Subscription) deliver(payload string) {
 func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
 	c := make(chan string, subscriptionBuffer)
 	s := &Subscription{C: c, c: c, hub: h, channel: channel}
+	h.cmdMu.Lock()
 	h.mu.Lock()
 	hc, ok := h.subs[channel]
 	if !ok {
@@ -98,11 +102,14 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 	}
 	hc.listeners[s] = struct{}{}
 	h.mu.Unlock()
+	var err error
 	if !ok {
-		if err := h.ps.Subscribe(ctx, channel); err != nil {
-			s.Close()
-			return nil, err
-		}
+		err = h.ps.Subscribe(ctx, channel)
+	}
+	h.cmdMu.Unlock()
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
 	select {
 	case <-hc.ready:
@@ -117,6 +124,8 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 func (s *Subscription) Close() {
 	s.once.Do(func() {
 		h := s.hub
+		h.cmdMu.Lock()
+		defer h.cmdMu.Unlock()
 		h.mu.Lock()
 		hc, ok := h.subs[s.channel]
 		last := false

@@ -24,6 +24,12 @@ func ValidID(s string) bool {
 	if len(s) != idLen {
 		return false
 	}
-	_, err := base64.RawURLEncoding.DecodeString(s)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	_, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	return err == nil
 }

@@ -53,3 +53,7 @@ func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "
 // Owners lists the owner tags that have (or had) tasks with a deadline, so
 // the reaper can find every Deadlines index. Type: set.
 func (k Keys) Owners() string { return k.Prefix + "owners" }
+
+// Queue is the asynq queue name of an mcpq queue: asynq's own keys carry no
+// prefix, so the prefix goes into the queue name to keep deployments apart.
+func (k Keys) Queue(name string) string { return k.Prefix + name }

@@ -98,7 +98,9 @@ func (c *Call) cancelRequested() bool {
 	}
 }
 
-// stateErr maps taskstate refusals to what a handler sees.
+// stateErr maps taskstate refusals to what a handler sees. Anything else
+// (Redis unreachable, say) is transient: the job is delivered again rather
+// than the failure being shown to the client as the tool's error.
 func (c *Call) stateErr(err error) error {
 	switch {
 	case err == nil:
@@ -109,5 +111,11 @@ func (c *Call) stateErr(err error) error {
 		errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
 		return errStop
 	}
-	return err
+	return &transientError{err}
 }
+
+// transientError is a store failure the job cannot get past: it is retried.
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return "worker: task store unavailable: " + e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }

@@ -55,7 +55,11 @@ type Worker struct {
 	mu      sync.Mutex
 	entries map[string]*entry // by ToolDef.Key
 	running bool
+	ready   chan struct{} // closed once the catalog is published and jobs are taken
 }
+
+// Ready is closed once Run has published the catalog and takes jobs.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
 
 // New returns a Worker serving tools.
 func New(cfg Config, tools ...Tool) (*Worker, error) {
@@ -86,7 +90,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger,
+	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock})}
 	for _, t := range tools {
 		e, err := toolEntry(t)
@@ -110,13 +114,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	n := len(w.entries)
 	queues := map[string]int{}
 	for _, e := range w.entries {
-		queues[e.queue] = 1
+		queues[w.store.Keys().Queue(e.queue)] = 1
 	}
-	w.running = true
+	w.running = n > 0
 	w.mu.Unlock()
 	if n == 0 {
 		return errors.New("worker: nothing to serve")
 	}
+	defer func() {
+		w.mu.Lock()
+		w.running = false
+		w.mu.Unlock()
+	}()
 	if err := w.publish(ctx); err != nil {
 		return fmt.Errorf("worker: publish catalog: %w", err)
 	}
@@ -138,6 +147,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: start asynq: %w", err)
 	}
 	w.log.Info("worker started", "entries", n, "queues", queues, "concurrency", w.cfg.Concurrency)
+	close(w.ready)
 	tick := time.NewTicker(w.cfg.CatalogInterval)
 	defer tick.Stop()
 	reap := time.NewTicker(w.cfg.ReapInterval)
@@ -213,7 +223,7 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 	if e == nil {
 		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", rec.Tool))
 	} else {
-		res, herr := run(runCtx, e.run, call)
+		res, herr := w.run(runCtx, e.run, call)
 		if ctx.Err() != nil && !call.cancelRequested() {
 			log.Info("worker stopping: job goes back to the queue")
 			return ctx.Err()
@@ -228,6 +238,11 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 		if errors.Is(herr, errParked) {
 			log.Debug("task parked for input")
 			return nil
+		}
+		var transient *transientError
+		if errors.As(herr, &transient) {
+			log.Warn("job will be retried", "err", herr)
+			return herr
 		}
 		out = outcome(e, res, herr, call.cancelRequested())
 	}
@@ -274,15 +289,20 @@ func (w *Worker) watch(ctx context.Context, sub *taskstate.Subscription, ref tas
 	}
 }
 
-// run calls h, turning a panic into a protocol error.
-func run(ctx context.Context, h func(context.Context, *Call) (any, error), c *Call) (res any, err error) {
+// run calls h, turning a panic into a protocol error and a typed nil
+// *proto.Error into no error.
+func (w *Worker) run(ctx context.Context, h func(context.Context, *Call) (any, error), c *Call) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			slog.Error("tool handler panicked", "task", c.TaskID, "panic", p, "stack", string(debug.Stack()))
+			w.log.Error("tool handler panicked", "task", c.TaskID, "panic", p, "stack", string(debug.Stack()))
 			res, err = nil, proto.NewError(proto.CodeInternalError, "Internal error: tool handler panicked")
 		}
 	}()
-	return h(ctx, c)
+	res, err = h(ctx, c)
+	if pe, ok := err.(*proto.Error); ok && pe == nil {
+		err = nil
+	}
+	return res, err
 }
 
 // outcome classifies what a handler returned. For tools a plain error is a

@@ -53,6 +53,10 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	var werr error
 	go func() { defer wg.Done(); werr = w.Run(wctx) }()
 
+	select { // serve once the worker's catalog is there, so the first call finds its tool
+	case <-w.Ready():
+	case <-ctx.Done():
+	}
 	log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "fixtures", fixtures)
 	fmt.Printf("MCP URL: http://%s/mcp\n", ln.Addr())
 	herr := serveHTTP(ctx, log, ln, fcfg)

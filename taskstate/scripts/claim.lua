@@ -5,7 +5,7 @@
 -- attempts are fenced off; statusMessage becomes "Running") and the whole
 -- record, or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job is a no-op),
 -- ILLEGAL (not "working", e.g. parked for input), CANCELLED (a cancel was
--- requested before the start: the task is now "cancelled").
+-- requested before this delivery started: the task is now "cancelled").
 local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs')
 local status = f[1]
 if not status then return {NOT_FOUND} end
@@ -13,7 +13,7 @@ if expired(f[3], f[4], ARGV[1]) then return {EXPIRED} end
 if terminal(status) then return {TERMINAL} end
 if f[2] == '1' then
   if not allowed(status, 'cancelled') then return {ILLEGAL} end
-  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled before it started',
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
   redis.call('PUBLISH', ARGV[2], 'cancelled')
   return {CANCELLED}

@@ -4,13 +4,14 @@
 -- ARGV[1] now (unix ms)   ARGV[2] attempt   ARGV[3] target status
 -- ARGV[4] payload field ('result', 'error' or '')   ARGV[5] payload (JSON)
 -- ARGV[6] statusMessage   ARGV[7] events channel
--- Returns OK, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (nothing written).
+-- Returns OK, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the target is not a
+-- terminal status, or the table refuses): nothing is written then.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt')
 if not f[1] then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
 if f[4] ~= ARGV[2] then return STALE end
-if not allowed(f[1], ARGV[3]) then return ILLEGAL end
+if not terminal(ARGV[3]) or not allowed(f[1], ARGV[3]) then return ILLEGAL end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], ARGV[4], ARGV[5]) end
 redis.call('PUBLISH', ARGV[7], ARGV[3])

@@ -12,6 +12,7 @@ if not f[1] then return {NOT_FOUND} end
 if expired(f[2], f[3], ARGV[1]) then return {EXPIRED} end
 if terminal(f[1]) then return {TERMINAL} end
 if f[1] ~= 'input_required' then return {OK, 0, 0} end
+if not allowed('input_required', 'working') then return {ILLEGAL} end
 local applied = 0
 for i = 3, #ARGV, 2 do
   local rk = 'req:' .. ARGV[i]
@@ -28,7 +29,6 @@ if pending > 0 then
   redis.call('PUBLISH', ARGV[2], 'input_required')
   return {OK, applied, 0}
 end
-if not allowed('input_required', 'working') then return {ILLEGAL} end
 local resume = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
 redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0, 'statusMessage', 'Resuming with input',
   'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])

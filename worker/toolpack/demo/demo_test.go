@@ -1,0 +1,243 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image/gif"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/worker"
+	"github.com/mcpq/mcpq/worker/toolpack/demo"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// bound is the failure bound of every wait.
+const bound = 10 * time.Second
+
+// env is a real worker serving the pack on miniredis.
+type env struct {
+	store  *taskstate.Store
+	client *asynq.Client
+	hub    *taskstate.Hub
+}
+
+func start(t *testing.T) *env {
+	t.Helper()
+	b := redistest.Mini(t)
+	w, err := worker.New(worker.Config{Redis: b.Client, Prefix: b.Prefix, TaskCheckInterval: 10 * time.Millisecond},
+		demo.Tools()...)
+	if err != nil {
+		t.Fatalf("worker.New: %v", err)
+	}
+	e := &env{store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix}),
+		client: asynq.NewClientFromRedisClient(b.Client), hub: taskstate.NewHub(b.Client)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(bound):
+			t.Errorf("Run did not return after cancel")
+		}
+		e.hub.Close()
+	})
+	return e
+}
+
+type task struct {
+	ref taskstate.Ref
+	sub *taskstate.Subscription
+}
+
+// render creates a render_gif task, subscribes to its events and enqueues
+// its job as the front end does.
+func (e *env) render(t *testing.T, args string) task {
+	t.Helper()
+	ctx := context.Background()
+	ttl := time.Hour.Milliseconds()
+	rec, err := e.store.Create(ctx, taskstate.CreateParams{Principal: "demo", Tool: "render_gif",
+		Arguments: json.RawMessage(args), TTLMs: &ttl})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	sub, err := e.hub.Subscribe(ctx, e.store.Keys().Events(rec.Ref))
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	t.Cleanup(sub.Close)
+	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(rec.Ref))
+	if _, err := e.client.Enqueue(job, asynq.TaskID(rec.Ref.ID), asynq.Queue(e.store.Keys().Queue(worker.DefaultQueue))); err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	return task{ref: rec.Ref, sub: sub}
+}
+
+// wait reads the record now and after every event until ok accepts it.
+func (e *env) wait(t *testing.T, tk task, what string, ok func(*taskstate.Record) bool) *taskstate.Record {
+	t.Helper()
+	timeout := time.NewTimer(bound)
+	defer timeout.Stop()
+	var last *taskstate.Record
+	for {
+		if rec, err := e.store.Get(context.Background(), tk.ref); err == nil {
+			last = rec
+			if ok(rec) {
+				return rec
+			}
+		}
+		select {
+		case <-tk.sub.C:
+		case <-timeout.C:
+			t.Fatalf("no %s within %v; last record %+v", what, bound, last)
+		}
+	}
+}
+
+func (e *env) terminal(t *testing.T, tk task) *taskstate.Record {
+	t.Helper()
+	return e.wait(t, tk, "terminal status", func(r *taskstate.Record) bool { return r.Status.Terminal() })
+}
+
+// TestRenderGIF renders small animations and decodes the result.
+func TestRenderGIF(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args         string
+		frames, size int
+	}{
+		{`{"frames":2,"size":16,"frameMs":0}`, 2, 16},
+		{`{"frames":1,"size":16,"frameMs":0}`, 1, 16},
+		{`{"frames":3,"size":40,"frameMs":1}`, 3, 40},
+		{`{"frameMs":0}`, 24, 128}, // default frames and size
+	}
+	e := start(t)
+	for _, tc := range cases {
+		t.Run(tc.args, func(t *testing.T) {
+			t.Parallel()
+			rec := e.terminal(t, e.render(t, tc.args))
+			if rec.Status != proto.StatusCompleted || rec.StatusMessage != "Completed" {
+				t.Fatalf("got %s %q (error %+v)", rec.Status, rec.StatusMessage, rec.Error)
+			}
+			var res proto.CallToolResult
+			if err := json.Unmarshal(rec.Result, &res); err != nil {
+				t.Fatalf("result: %v", err)
+			}
+			if res.ResultType != proto.ResultComplete || res.IsError || len(res.Content) != 2 {
+				t.Fatalf("result %.300s: want 2 content blocks, no isError", rec.Result)
+			}
+			img := res.Content[0]
+			if img.Type != "image" || img.MimeType != "image/gif" {
+				t.Fatalf("first block is %q %q, want image image/gif", img.Type, img.MimeType)
+			}
+			raw, err := base64.StdEncoding.DecodeString(img.Data)
+			if err != nil {
+				t.Fatalf("image data is not base64: %v", err)
+			}
+			g, err := gif.DecodeAll(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatalf("image data is not a GIF: %v", err)
+			}
+			if len(g.Image) != tc.frames || len(g.Delay) != tc.frames {
+				t.Errorf("GIF has %d frames (%d delays), want %d", len(g.Image), len(g.Delay), tc.frames)
+			}
+			for i, fr := range g.Image {
+				if b := fr.Bounds(); b.Dx() != tc.size || b.Dy() != tc.size {
+					t.Errorf("frame %d is %v, want %dx%d", i, b, tc.size, tc.size)
+				}
+			}
+			wantText := fmt.Sprintf("Rendered %d frames of %dx%d (%d bytes of GIF).", tc.frames, tc.size, tc.size, len(raw))
+			if txt := res.Content[1]; txt.Type != "text" || txt.Text != wantText {
+				t.Errorf("second block %+v, want text %q", txt, wantText)
+			}
+		})
+	}
+}
+
+// TestRenderGIFInvalidArgs: out-of-range and mistyped arguments fail -32602.
+func TestRenderGIFInvalidArgs(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ args, mention string }{
+		{`{"frames":0,"size":16,"frameMs":0}`, "frames must be from 1 to 600"},
+		{`{"frames":601,"size":16,"frameMs":0}`, "frames must be from 1 to 600"},
+		{`{"frames":1,"size":15,"frameMs":0}`, "size must be from 16 to 512"},
+		{`{"frames":1,"size":513,"frameMs":0}`, "size must be from 16 to 512"},
+		{`{"frames":1,"size":16,"frameMs":-1}`, "frameMs must be from 0 to 10000"},
+		{`{"frames":1,"size":16,"frameMs":10001}`, "frameMs must be from 0 to 10000"},
+		{`{"frames":"two"}`, "Invalid arguments"},
+		{`{"size":1.5}`, "Invalid arguments"},
+	}
+	e := start(t)
+	for _, tc := range cases {
+		t.Run(tc.args, func(t *testing.T) {
+			t.Parallel()
+			rec := e.terminal(t, e.render(t, tc.args))
+			if rec.Status != proto.StatusFailed || rec.Error == nil || rec.Error.Code != proto.CodeInvalidParams {
+				t.Fatalf("got %s %+v, want failed -32602", rec.Status, rec.Error)
+			}
+			if !strings.Contains(rec.Error.Message, tc.mention) {
+				t.Errorf("message %q does not mention %q", rec.Error.Message, tc.mention)
+			}
+		})
+	}
+}
+
+// TestRenderGIFProgressAndCancel: a long render reports frames in
+// statusMessage and stops promptly when cancelled.
+func TestRenderGIFProgressAndCancel(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	tk := e.render(t, `{"frames":600,"size":16,"frameMs":100}`)
+	progress := regexp.MustCompile(`^Rendered frame \d+ of 600$`)
+	rec := e.wait(t, tk, "progress", func(r *taskstate.Record) bool { return progress.MatchString(r.StatusMessage) })
+	if rec.Status != proto.StatusWorking {
+		t.Fatalf("status with progress %q = %s", rec.StatusMessage, rec.Status)
+	}
+	if err := e.store.RequestCancel(context.Background(), tk.ref); err != nil {
+		t.Fatalf("RequestCancel: %v", err)
+	}
+	rec = e.terminal(t, tk)
+	if rec.Status != proto.StatusCancelled || len(rec.Result) != 0 {
+		t.Fatalf("got %s %q %s, want cancelled", rec.Status, rec.StatusMessage, rec.Result)
+	}
+}
+
+// TestTools: render_gif's catalog entry.
+func TestTools(t *testing.T) {
+	tools := demo.Tools()
+	if len(tools) != 1 || tools[0].Name != "render_gif" {
+		t.Fatalf("pack = %+v, want render_gif only", tools)
+	}
+	tl := tools[0]
+	if tl.Policy != "" || tl.TTL != time.Hour || tl.PollInterval != time.Second || tl.Queue != "" {
+		t.Errorf("render_gif: policy %q ttl %v poll %v queue %q", tl.Policy, tl.TTL, tl.PollInterval, tl.Queue)
+	}
+	var schema struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(tl.InputSchema, &schema); err != nil || schema.Type != "object" {
+		t.Fatalf("schema %s: %v", tl.InputSchema, err)
+	}
+	for _, p := range []string{"frames", "size", "frameMs"} {
+		if _, ok := schema.Properties[p]; !ok {
+			t.Errorf("schema lacks %q", p)
+		}
+	}
+}
