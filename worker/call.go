@@ -110,6 +110,13 @@ func (c *Call) stateErr(err error) error {
 	case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
 		errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
 		return errStop
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The job's context ended (cancel, expiry, shutdown): the runtime
+		// knows which from the context's cause.
+		if c.cancelRequested() {
+			return ErrCancelled
+		}
+		return err
 	}
 	return &transientError{err}
 }

@@ -240,7 +240,7 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 			return nil
 		}
 		var transient *transientError
-		if errors.As(herr, &transient) {
+		if errors.As(herr, &transient) && !call.cancelRequested() {
 			log.Warn("job will be retried", "err", herr)
 			return herr
 		}
