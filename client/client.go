@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -95,7 +96,14 @@ func (c *Client) Call(ctx context.Context, method, name string, params map[strin
 		return err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	var raw []byte
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The answer is the stream's message with an id; notifications before it
+		// (progress, logs) are skipped.
+		raw, err = finalEvent(resp.Body)
+	} else {
+		raw, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	}
 	if err != nil {
 		return err
 	}
@@ -138,6 +146,9 @@ type ToolAnswer struct {
 	Result *proto.CallToolResult
 	// Task is set when the server made the call a task.
 	Task *proto.CreateTaskResult
+	// Input is set when the server needs input first (MRTR): answer it
+	// with CallToolRetry.
+	Input *proto.InputRequiredResult
 }
 
 // CallTool calls a tool.
@@ -150,13 +161,21 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*ToolAnsw
 	if err := c.Call(ctx, proto.MethodToolsCall, name, params, &raw); err != nil {
 		return nil, err
 	}
+	return decodeToolAnswer(raw)
+}
+
+func decodeToolAnswer(raw json.RawMessage) (*ToolAnswer, error) {
 	var kind proto.ResultBase
 	if err := json.Unmarshal(raw, &kind); err != nil {
 		return nil, err
 	}
-	if kind.ResultType == proto.ResultTask {
+	switch kind.ResultType {
+	case proto.ResultTask:
 		var t proto.CreateTaskResult
 		return &ToolAnswer{Task: &t}, json.Unmarshal(raw, &t)
+	case proto.ResultInputRequired:
+		var in proto.InputRequiredResult
+		return &ToolAnswer{Input: &in}, json.Unmarshal(raw, &in)
 	}
 	var r proto.CallToolResult
 	return &ToolAnswer{Result: &r}, json.Unmarshal(raw, &r)
@@ -166,6 +185,27 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*ToolAnsw
 func (c *Client) GetTask(ctx context.Context, id string) (*proto.GetTaskResult, error) {
 	var r proto.GetTaskResult
 	return &r, c.Call(ctx, proto.MethodTasksGet, id, map[string]any{"taskId": id}, &r)
+}
+
+// CallToolRetry retries a tools/call that answered input_required (MRTR):
+// the same name and arguments, the answers, and the requestState as given.
+func (c *Client) CallToolRetry(ctx context.Context, name string, args any, responses map[string]any, state string) (*ToolAnswer, json.RawMessage, error) {
+	params := map[string]any{"name": name, "inputResponses": responses, "requestState": state}
+	if args != nil {
+		params["arguments"] = args
+	}
+	var raw json.RawMessage
+	if err := c.Call(ctx, proto.MethodToolsCall, name, params, &raw); err != nil {
+		return nil, nil, err
+	}
+	a, err := decodeToolAnswer(raw)
+	return a, raw, err
+}
+
+// UpdateTask calls tasks/update with answers to a task's input requests.
+func (c *Client) UpdateTask(ctx context.Context, id string, responses map[string]any) (*proto.Ack, error) {
+	var r proto.Ack
+	return &r, c.Call(ctx, proto.MethodTasksUpd, id, map[string]any{"taskId": id, "inputResponses": responses}, &r)
 }
 
 // CancelTask calls tasks/cancel.

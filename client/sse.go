@@ -1,0 +1,136 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// readEvents calls fn with the data of each SSE event on r until fn
+// returns false or the stream ends.
+func readEvents(r io.Reader, fn func(data []byte) bool) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if data.Len() > 0 {
+				if !fn(bytes.Clone(data.Bytes())) {
+					return nil
+				}
+				data.Reset()
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		}
+	}
+	return sc.Err()
+}
+
+// finalEvent returns the first event of a response stream that is a
+// response (it has an id).
+func finalEvent(r io.Reader) ([]byte, error) {
+	var out []byte
+	err := readEvents(r, func(d []byte) bool {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(d, &m) == nil && len(m.ID) > 0 {
+			out = d
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, errors.New("event stream ended without a response")
+	}
+	return out, nil
+}
+
+// Message is one JSON-RPC message of a listen stream.
+type Message struct {
+	// Method is set on notifications.
+	Method string `json:"method"`
+	// Params are the notification's params.
+	Params json.RawMessage `json:"params"`
+	// ID, Result and Error are set on the final response.
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *proto.Error    `json:"error"`
+}
+
+// Listen opens subscriptions/listen with the given notifications filter
+// (e.g. {"taskIds": [...]}) and returns its messages in order, the
+// acknowledgement first. The channel closes when the stream ends; cancel
+// ctx to close it.
+func (c *Client) Listen(ctx context.Context, filter map[string]any) (<-chan Message, error) {
+	id := c.nextID.Add(1)
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": proto.MethodListen,
+		"params": map[string]any{"_meta": c.meta(), "notifications": filter}})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", proto.ProtocolVersion)
+	req.Header.Set("Mcp-Method", proto.MethodListen)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var r struct {
+			Error *proto.Error `json:"error"`
+		}
+		if json.Unmarshal(raw, &r) == nil && r.Error != nil {
+			return nil, &RPCError{RPC: r.Error, HTTPStatus: resp.StatusCode}
+		}
+		return nil, fmt.Errorf("listen: HTTP %d %s: %q", resp.StatusCode, ct, truncate(raw))
+	}
+	out := make(chan Message, 64)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		_ = readEvents(resp.Body, func(d []byte) bool {
+			var m Message
+			if json.Unmarshal(d, &m) != nil {
+				return true
+			}
+			select {
+			case out <- m:
+				return len(m.ID) == 0
+			case <-ctx.Done():
+				return false
+			}
+		})
+	}()
+	return out, nil
+}
