@@ -125,3 +125,42 @@ func decodeHeaderValue(v string) (string, bool) {
 	}
 	return string(b), true
 }
+
+// checkParamHeaders holds Mcp-Param-* headers to the arguments: every
+// inputSchema property tagged "x-mcp-header": NAME whose argument is
+// present must arrive as header Mcp-Param-NAME with the same value (plain,
+// or =?base64?...?=), and no such header may come without its argument.
+func checkParamHeaders(h http.Header, schema, args json.RawMessage) error {
+	var sch struct {
+		Properties map[string]struct {
+			Header string `json:"x-mcp-header"`
+		} `json:"properties"`
+	}
+	if len(schema) == 0 || json.Unmarshal(schema, &sch) != nil {
+		return nil
+	}
+	var argv map[string]json.RawMessage
+	_ = json.Unmarshal(args, &argv)
+	for prop, p := range sch.Properties {
+		if p.Header == "" {
+			continue
+		}
+		name := "Mcp-Param-" + p.Header
+		raw, present := argv[prop]
+		if !present || string(raw) == "null" {
+			if len(h.Values(name)) > 0 {
+				return headerMismatch("Header mismatch: %s header given without argument %q", name, prop)
+			}
+			continue
+		}
+		want := string(raw)
+		var str string
+		if json.Unmarshal(raw, &str) == nil {
+			want = str
+		}
+		if err := matchHeader(h, name, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}

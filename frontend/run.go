@@ -279,7 +279,8 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 	return &proto.InputRequiredResult{
 		ResultBase:    proto.ResultBase{ResultType: proto.ResultInputRequired},
 		InputRequests: rec.InputRequests,
-		RequestState:  s.signState(requestState{TaskID: rec.Ref.ID, Owner: rec.Ref.Owner, Binding: bind, Expires: exp.Unix()}),
+		RequestState: s.signState(requestState{TaskID: rec.Ref.ID, Owner: rec.Ref.Owner, Binding: bind,
+			Expires: exp.Unix(), Round: rec.Resumes}),
 	}, nil
 }
 

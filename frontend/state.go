@@ -30,6 +30,9 @@ type requestState struct {
 	Binding string `json:"b"`
 	// Expires is the unix time after which the state is refused.
 	Expires int64 `json:"e"`
+	// Round counts the task's earlier input rounds, so each round's state
+	// differs.
+	Round int64 `json:"r,omitempty"`
 }
 
 const stateVersion = "v1"

@@ -25,6 +25,9 @@ func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
 	if def == nil || def.Kind != taskstate.KindTool {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", p.Name)
 	}
+	if err := checkParamHeaders(c.httpReq.Header, def.Tool.InputSchema, p.Arguments); err != nil {
+		return nil, err
+	}
 	return s.invoke(ctx, c, invocation{def: def, method: proto.MethodToolsCall, name: p.Name,
 		args: p.Arguments, responses: p.InputResponses, state: p.RequestState})
 }

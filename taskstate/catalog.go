@@ -118,7 +118,7 @@ func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
 	defs := make([]ToolDef, 0, len(m))
 	for _, v := range m {
 		var d ToolDef
-		if json.Unmarshal([]byte(v), &d) == nil && d.name() != "" {
+		if json.Unmarshal([]byte(v), &d) == nil && (d.name() != "" || d.Kind == KindCompletion) {
 			defs = append(defs, d)
 		}
 	}

@@ -22,11 +22,9 @@ type Outcome struct {
 
 // Finish ends the task for attempt. It returns ErrTerminal when the task
 // already ended, ErrStale when a newer attempt owns it, ErrIllegal when the
-// table refuses, ErrExpired or ErrNotFound; nothing is written then.
+// table refuses or the target is not terminal, ErrExpired or ErrNotFound;
+// nothing is written then.
 func (s *Store) Finish(ctx context.Context, ref Ref, attempt int64, o Outcome) error {
-	if !o.Status.Terminal() {
-		return ErrIllegal
-	}
 	field, payload := "", []byte(nil)
 	switch o.Status {
 	case proto.StatusCompleted:

@@ -219,7 +219,10 @@ func TestValidID(t *testing.T) {
 	}{
 		{good, true},
 		{"AAAAAAAAAAAAAAAAAAAAAA", true},
-		{"abcdefghijklmnopqrst-_", true},
+		{"abcdefghijklmnopqrst-w", true},    // URL-safe alphabet, canonical last char
+		{"abcdefghijklmnopqrst-_", false},   // non-zero trailing bits: NewID never makes it
+		{"AAAAAAAAAAAAAAAAAAAAAB", false},   // same
+		{"AAAAAAAAAAAAAAAAAAAA\r\n", false}, // CR/LF that lax decoding skips
 		{"", false},
 		{good[:21], false},
 		{good + "A", false},

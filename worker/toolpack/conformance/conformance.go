@@ -1,7 +1,9 @@
 // Package conformance is the tool pack the official MCP conformance suite
-// calls by name (docs/conformance.md). It is not registered by default:
+// calls by name (docs/conformance.md): the Tasks fixtures, the core tool,
+// prompt, resource and completion fixtures of the 2026-07-28 scenarios, and
+// the input_required (MRTR) family. It is not registered by default:
 // `mcpq dev --fixtures conformance` and `mcpq worker --fixtures conformance`
-// turn it on.
+// turn it on (Register).
 package conformance
 
 import (
@@ -15,7 +17,9 @@ import (
 	"github.com/mcpq/mcpq/worker"
 )
 
-// Tools returns the pack.
+// Tools returns the Tasks fixtures that need no input (greet, slow_compute,
+// failing_job, protocol_error_job); InputTools has the ones that do, and
+// Register adds everything.
 func Tools() []worker.Tool {
 	return []worker.Tool{
 		{
