@@ -26,6 +26,10 @@ type Client struct {
 	HTTP *http.Client
 	// Tasks declares the Tasks extension on every request.
 	Tasks bool
+	// Capabilities are the other client capabilities declared on every
+	// request (elicitation, sampling, roots); the Tasks flag adds its
+	// extension to them.
+	Capabilities proto.ClientCapabilities
 	// Info names this client in _meta (optional).
 	Info *proto.Implementation
 	// Header is added to every request (e.g. Authorization).
@@ -49,9 +53,13 @@ func (e *RPCError) Unwrap() error { return e.RPC }
 
 // meta is the per-request _meta this client sends.
 func (c *Client) meta() map[string]any {
-	caps := proto.ClientCapabilities{}
+	caps := c.Capabilities
 	if c.Tasks {
-		caps.Extensions = map[string]json.RawMessage{proto.TasksExtension: json.RawMessage(`{}`)}
+		ext := map[string]json.RawMessage{proto.TasksExtension: json.RawMessage(`{}`)}
+		for k, v := range caps.Extensions {
+			ext[k] = v
+		}
+		caps.Extensions = ext
 	}
 	m := map[string]any{proto.MetaProtocolVersion: proto.ProtocolVersion, proto.MetaClientCapabilities: caps}
 	if c.Info != nil {

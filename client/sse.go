@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/mcpq/mcpq/proto"
 )
@@ -74,11 +75,19 @@ type Message struct {
 	Error  *proto.Error    `json:"error"`
 }
 
+// Listener is an open subscriptions/listen stream.
+type Listener struct {
+	// ID is the listen request's JSON-RPC id: every notification on the
+	// stream carries it as _meta["io.modelcontextprotocol/subscriptionId"].
+	ID json.RawMessage
+	// C delivers the stream's messages in order, the acknowledgement first;
+	// it closes when the stream ends.
+	C <-chan Message
+}
+
 // Listen opens subscriptions/listen with the given notifications filter
-// (e.g. {"taskIds": [...]}) and returns its messages in order, the
-// acknowledgement first. The channel closes when the stream ends; cancel
-// ctx to close it.
-func (c *Client) Listen(ctx context.Context, filter map[string]any) (<-chan Message, error) {
+// (e.g. {"taskIds": [...]}). Cancel ctx to close the stream.
+func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Listener, error) {
 	id := c.nextID.Add(1)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": proto.MethodListen,
 		"params": map[string]any{"_meta": c.meta(), "notifications": filter}})
@@ -116,6 +125,7 @@ func (c *Client) Listen(ctx context.Context, filter map[string]any) (<-chan Mess
 		return nil, fmt.Errorf("listen: HTTP %d %s: %q", resp.StatusCode, ct, truncate(raw))
 	}
 	out := make(chan Message, 64)
+	l := &Listener{ID: json.RawMessage(strconv.FormatInt(id, 10)), C: out}
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
@@ -132,5 +142,5 @@ func (c *Client) Listen(ctx context.Context, filter map[string]any) (<-chan Mess
 			}
 		})
 	}()
-	return out, nil
+	return l, nil
 }

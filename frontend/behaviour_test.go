@@ -63,8 +63,10 @@ func TestCreateThenGet(t *testing.T) {
 		if q := e.store.Keys().Queue("mcpq"); j.Opts[asynq.TaskIDOpt] != id || j.Opts[asynq.QueueOpt] != q {
 			t.Errorf("job options %v, want TaskID %s and Queue %s", j.Opts, id, q)
 		}
-		if d, _ := j.Opts[asynq.TimeoutOpt].(time.Duration); d != time.Hour {
-			t.Errorf("job timeout %v, want the TTL (1h)", j.Opts[asynq.TimeoutOpt])
+		// asynq's timeout is a backstop that must outlast any TTL a handler
+		// can extend to (MaxTTL, 24h by default): the record's TTL stops the job.
+		if d, _ := j.Opts[asynq.TimeoutOpt].(time.Duration); d <= 24*time.Hour {
+			t.Errorf("job timeout %v, want more than MaxTTL (24h)", j.Opts[asynq.TimeoutOpt])
 		}
 		if n, _ := j.Opts[asynq.MaxRetryOpt].(int); n < 1 {
 			t.Errorf("job MaxRetry %v, want retries", j.Opts[asynq.MaxRetryOpt])

@@ -288,10 +288,9 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 // the task id (plus the resume number for a resumed task), so a repeated
 // enqueue is a harmless conflict.
 func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskstate.ToolDef, resume int64) error {
-	timeout := 24 * time.Hour
-	if d := rec.Deadline(); !d.IsZero() {
-		timeout = max(d.Sub(s.cfg.Clock()), time.Second)
-	}
+	// asynq's timeout is only a backstop: the record's TTL (which a handler
+	// may extend up to MaxTTL) is what stops a job, through its heartbeats.
+	timeout := s.cfg.MaxTTL + time.Minute
 	id := rec.Ref.ID
 	if resume > 0 {
 		id += "#" + strconv.FormatInt(resume, 10)

@@ -53,18 +53,25 @@ func (s *Server) updateTask(ctx context.Context, c *call) (any, error) {
 	if !c.tasksDeclared() {
 		return nil, proto.MissingTasksExtension()
 	}
-	var p proto.UpdateTaskParams
+	var p struct {
+		proto.RequestParams
+		TaskID         string          `json:"taskId"`
+		InputResponses json.RawMessage `json:"inputResponses"`
+	}
 	if err := decodeParams(c, &p); err != nil {
 		return nil, err
 	}
 	if p.TaskID == "" {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: taskId is required")
 	}
-	ref := taskstate.Ref{Owner: taskstate.OwnerTag(c.principal), ID: p.TaskID}
-	answers := make(map[string]json.RawMessage, len(p.InputResponses))
-	for k, v := range p.InputResponses {
-		answers[k] = v
+	if len(p.InputResponses) == 0 {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: inputResponses is required")
 	}
+	answers, err := decodeResponses(p.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	ref := taskstate.Ref{Owner: taskstate.OwnerTag(c.principal), ID: p.TaskID}
 	res, err := s.store.Answer(ctx, ref, answers)
 	if err != nil && !errors.Is(err, taskstate.ErrTerminal) {
 		return nil, err

@@ -7,7 +7,8 @@ import (
 
 // RequestCancel asks for the task to stop (tasks/cancel). It returns nil when
 // the request was accepted or the task already ended (cancel is idempotent),
-// and ErrNotFound for a missing or expired task. A task no worker holds ends
+// and ErrNotFound for a missing or expired task. A task no worker holds
+// (queued, parked for input, or resumed and not yet picked up) ends
 // cancelled at once; a running one stops at its next step.
 func (s *Store) RequestCancel(ctx context.Context, ref Ref) error {
 	if !ValidID(ref.ID) {

@@ -22,7 +22,7 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 	if !ok || r.Expired(now) {
 		return nil, ErrNotFound
 	}
-	if r.Status == proto.StatusWorking && r.Attempt > 0 && !r.Heartbeat.IsZero() && now.Sub(r.Heartbeat) > s.lost {
+	if r.Status == proto.StatusWorking && r.Running > 0 && !r.Heartbeat.IsZero() && now.Sub(r.Heartbeat) > s.lost {
 		r.StatusMessage = fmt.Sprintf("No word from its worker since %s; it will be run again", FormatTime(r.Heartbeat))
 	}
 	return r, nil

@@ -38,6 +38,8 @@ type Record struct {
 	Arguments json.RawMessage
 	// Attempt counts job deliveries that claimed the task.
 	Attempt int64
+	// Running is the attempt that holds the task now; 0 while queued or parked.
+	Running int64
 	// CancelRequested is set once tasks/cancel was accepted.
 	CancelRequested bool
 	// Heartbeat is the last sign of life of the worker holding the task.
@@ -105,6 +107,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	}
 	r.PollIntervalMs, _ = strconv.ParseInt(f["pollIntervalMs"], 10, 64)
 	r.Attempt, _ = strconv.ParseInt(f["attempt"], 10, 64)
+	r.Running, _ = strconv.ParseInt(f["running"], 10, 64)
 	if v := f["arguments"]; v != "" {
 		r.Arguments = json.RawMessage(v)
 	}

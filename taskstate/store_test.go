@@ -82,7 +82,7 @@ func TestCreate(t *testing.T) {
 				}
 				now := strconv.FormatInt(e.clock.Now().UnixMilli(), 10)
 				want := map[string]string{"status": "working", "createdAt": now, "lastUpdatedAt": now,
-					"owner": principal, "attempt": "0", "cancel": "0"}
+					"owner": principal, "attempt": "0", "running": "0", "cancel": "0"}
 				maps.Copy(want, tc.fields)
 				if got := e.raw(t, rec.Ref); !maps.Equal(got, want) {
 					t.Fatalf("record hash\n got %v\nwant %v", got, want)

@@ -63,7 +63,7 @@ func TestClaimAttempts(t *testing.T) {
 					t.Fatalf("statusMessage %q after claim %d", msg, want)
 				}
 				wantChanged := map[string]string{"attempt": strconv.FormatInt(want, 10), "heartbeat": e.ms(),
-					"lastUpdatedAt": e.ms(), "statusMessage": msg}
+					"lastUpdatedAt": e.ms(), "statusMessage": msg, "running": strconv.FormatInt(want, 10)}
 				if got := changedFields(before, after); !maps.Equal(got, wantChanged) {
 					t.Fatalf("claim changed %v, want %v", got, wantChanged)
 				}

@@ -1,15 +1,17 @@
 -- cancel.lua: a client asks to cancel the task (tasks/cancel).
 -- KEYS[1] task hash
 -- ARGV[1] now (unix ms)   ARGV[2] events channel
+-- A task is held while a delivery runs it ('running' is its attempt; claim
+-- sets it, parking and resuming clear it).
 -- Returns OK (flag set and "cancel" published: the worker stops at its next
 -- step), CANCELLED (no worker held the task, so it is "cancelled" now),
 -- TERMINAL (already ended: nothing written), NOT_FOUND or EXPIRED.
-local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel')
+local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'cancel')
 local status = f[1]
 if not status then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(status) then return TERMINAL end
-if f[4] == '0' or status == 'input_required' then
+if not f[4] or f[4] == '0' or status == 'input_required' then
   if not allowed(status, 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])

@@ -22,7 +22,8 @@ if status ~= 'working' then return {ILLEGAL} end
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 local message = 'Running'
 if attempt > 1 then message = 'Running (attempt ' .. attempt .. ')' end
-redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1])
+redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1],
+  'running', attempt)
 redis.call('PUBLISH', ARGV[2], 'working')
 local out = {OK, attempt}
 for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end

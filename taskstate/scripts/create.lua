@@ -12,7 +12,7 @@ redis.call('HSET', KEYS[1],
   'createdAt', ARGV[1], 'lastUpdatedAt', ARGV[1],
   'ttlMs', ARGV[5], 'pollIntervalMs', ARGV[6],
   'owner', ARGV[2], 'tool', ARGV[3], 'arguments', ARGV[4],
-  'attempt', 0, 'cancel', 0, 'caps', ARGV[9])
+  'attempt', 0, 'running', 0, 'cancel', 0, 'caps', ARGV[9])
 if ARGV[8] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[8]) end
 if ARGV[11] ~= '' then redis.call('ZADD', KEYS[2], ARGV[11], ARGV[10]) end
 return OK

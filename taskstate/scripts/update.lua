@@ -30,7 +30,7 @@ if pending > 0 then
   return {OK, applied, 0}
 end
 local resume = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
-redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0, 'statusMessage', 'Resuming with input',
+redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0, 'running', 0, 'statusMessage', 'Resuming with input',
   'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])
 redis.call('PUBLISH', ARGV[2], 'working')
 return {OK, applied, resume}
