@@ -165,7 +165,7 @@ func startCluster(t *testing.T, frontends, workers int) []string {
 			t.Fatal(err)
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		start(t, fmt.Sprintf("frontend %d", i), env, nil, "frontend", "--addr", addr)
+		start(t, fmt.Sprintf("frontend %d", i), env, nil, "frontend", "--allow-anonymous", "--addr", addr)
 		waitHealthy(t, "http://"+addr)
 		urls = append(urls, "http://"+addr+"/mcp")
 	}

@@ -250,7 +250,7 @@ func startTaskCluster(t *testing.T, frontends int, workerArgs ...[]string) ([]st
 			t.Fatal(err)
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		start(t, fmt.Sprintf("frontend %d", i), env, nil, "frontend", "--addr", addr)
+		start(t, fmt.Sprintf("frontend %d", i), env, nil, "frontend", "--allow-anonymous", "--addr", addr)
 		waitHealthy(t, "http://"+addr)
 		urls = append(urls, "http://"+addr+"/mcp")
 	}

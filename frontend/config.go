@@ -25,8 +25,19 @@ type Config struct {
 	Prefix string
 	// Enqueuer enqueues jobs (default: an asynq client on Redis).
 	Enqueuer Enqueuer
-	// Auth authenticates requests (default: everyone is the "anonymous" principal).
+	// Auth authenticates requests (default: everyone is the "anonymous"
+	// principal, as in mcpq dev without keys).
 	Auth Authenticator
+	// RateLimit is each principal's sustained requests per second across
+	// all replicas (token bucket in Redis); 0 turns it off. Default 0.
+	RateLimit float64
+	// RateBurst is the bucket size (default 2 × RateLimit, at least 1).
+	RateBurst int
+	// MaxLiveTasks caps each principal's tasks that have not ended; a call
+	// past it gets HTTP 429 (default 1000; negative: no cap).
+	MaxLiveTasks int
+	// MaxDepth bounds the nesting of a request body's JSON (default 64).
+	MaxDepth int
 	// StateKey is the HMAC key of MRTR requestState; every replica needs the
 	// same one (default: created once in Redis and shared through it).
 	StateKey []byte
@@ -90,6 +101,15 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 4 << 20
+	}
+	if c.RateLimit > 0 && c.RateBurst <= 0 {
+		c.RateBurst = max(1, int(2*c.RateLimit))
+	}
+	if c.MaxLiveTasks == 0 {
+		c.MaxLiveTasks = 1000
+	}
+	if c.MaxDepth <= 0 {
+		c.MaxDepth = 64
 	}
 	def(&c.SyncBudget, 500*time.Millisecond)
 	def(&c.SyncWaitLimit, 5*time.Minute)

@@ -38,6 +38,9 @@ func toRPC(err error) (*proto.Error, int) {
 	case errors.As(err, &pe):
 	case errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired):
 		pe = errTaskNotFound()
+	case errors.Is(err, taskstate.ErrLimit):
+		return proto.NewError(proto.CodeInternalError, "Limit reached: too many live tasks for this principal; wait for some to end"),
+			http.StatusTooManyRequests
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		pe = proto.NewError(proto.CodeInternalError, "Internal error: request cancelled or timed out")
 	default:

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/mcpq/mcpq/proto"
 )
@@ -16,10 +19,9 @@ var nullID = json.RawMessage("null")
 
 // serveMCP handles POST /mcp: one JSON-RPC request or notification per body.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
-	principal, err := s.cfg.Auth.Authenticate(r)
+	principal, err := s.admit(w, r)
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpq"`)
-		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized))
+		s.writeError(w, nullID, err)
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -38,7 +40,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: %v", err), http.StatusBadRequest))
 		return
 	}
-	req, rerr := parseRequest(body)
+	req, rerr := parseRequest(body, s.cfg.MaxDepth)
 	if rerr != nil {
 		id := nullID
 		if req != nil && validID(req.ID) {
@@ -66,10 +68,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 
 // parseRequest decodes and checks a JSON-RPC envelope. On error it may
 // still return the request, so the error can keep its id.
-func parseRequest(body []byte) (*proto.Request, error) {
+func parseRequest(body []byte, maxDepth int) (*proto.Request, error) {
 	body = bytes.TrimSpace(body)
 	if !json.Valid(body) {
 		return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
+	}
+	if d := jsonDepth(body); d > maxDepth {
+		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: JSON nested %d deep, more than %d", d, maxDepth)
 	}
 	if len(body) == 0 || body[0] != '{' {
 		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: expected one JSON-RPC object (batches are not supported)")
@@ -94,6 +99,64 @@ func parseRequest(body []byte) (*proto.Request, error) {
 		return &req, proto.NewError(proto.CodeInvalidRequest, `Invalid Request: "params" must be an object`)
 	}
 	return &req, nil
+}
+
+// jsonDepth is the deepest nesting of objects and arrays in valid JSON.
+func jsonDepth(b []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// admit authenticates the request and charges the principal's rate limit:
+// 401 (with WWW-Authenticate) for missing or wrong credentials, 503 when
+// they cannot be checked, 429 (with Retry-After) past the rate limit.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
+	principal, err := s.cfg.Auth.Authenticate(r)
+	var unavailable *UnavailableError
+	switch {
+	case errors.As(err, &unavailable):
+		s.log.Error("authentication unavailable", "err", err)
+		return "", withStatus(proto.NewError(proto.CodeInternalError, "Authentication is unavailable; try again"), http.StatusServiceUnavailable)
+	case err != nil:
+		challenge := `Bearer realm="mcpq"`
+		if r.Header.Get("Authorization") != "" {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		return "", withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized)
+	}
+	if s.cfg.RateLimit > 0 {
+		ok, wait, err := s.store.Allow(r.Context(), principal, s.cfg.RateLimit, s.cfg.RateBurst)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			return "", withStatus(proto.NewError(proto.CodeInternalError, "Rate limit exceeded: retry after %s", wait.Round(time.Millisecond)),
+				http.StatusTooManyRequests)
+		}
+	}
+	return principal, nil
 }
 
 // validID reports whether id is a JSON string or number.

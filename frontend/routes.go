@@ -6,12 +6,14 @@ import (
 	"github.com/gorilla/mux"
 )
 
-// Handler returns the HTTP routes: POST /mcp (405 for other methods) and
-// GET /healthz.
+// Handler returns the HTTP routes: POST /mcp (405 for other methods),
+// GET /v1/tasks and /v1/tasks/{id} (the caller's own tasks) and GET /healthz.
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.Handle("/mcp", s.checkOrigin(http.HandlerFunc(s.serveMCP))).Methods(http.MethodPost)
 	r.HandleFunc("/mcp", methodNotAllowed)
+	r.HandleFunc("/v1/tasks", s.listMyTasks).Methods(http.MethodGet)
+	r.HandleFunc("/v1/tasks/{id}", s.getMyTask).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet)
 	return r
 }

@@ -88,7 +88,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		rec, err = s.store.Create(ctx, taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
-			StatusMessage: "Queued", Capabilities: caps,
+			StatusMessage: "Queued", Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 		})
 		if err != nil {
 			return nil, err

@@ -14,7 +14,7 @@ func (s *Store) RequestCancel(ctx context.Context, ref Ref) error {
 	if !ValidID(ref.ID) {
 		return ErrNotFound
 	}
-	err := s.runCode(ctx, cancelScript, ref, s.nowMs(), s.keys.Events(ref))
+	err := s.runKeys(ctx, cancelScript, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID)
 	switch {
 	case errors.Is(err, ErrExpired):
 		return ErrNotFound

@@ -18,7 +18,7 @@ type Claim struct {
 // requested before the start (the task is now cancelled), ErrExpired,
 // ErrNotFound, or ErrIllegal when the task is not working (parked for input).
 func (s *Store) Claim(ctx context.Context, ref Ref) (*Claim, error) {
-	res, err := claimScript.Run(ctx, s.rdb, []string{s.keys.Task(ref)}, s.nowMs(), s.keys.Events(ref)).Slice()
+	res, err := claimScript.Run(ctx, s.rdb, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID).Slice()
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,9 @@ type CreateParams struct {
 	StatusMessage string
 	// Capabilities are the creating request's client capabilities (JSON).
 	Capabilities json.RawMessage
+	// MaxLive caps the owner's tasks that have not ended (0: no cap);
+	// Create answers ErrLimit at the cap.
+	MaxLive int
 }
 
 // Create writes a new task record in status working with a fresh id and
@@ -60,8 +63,9 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	err := s.runKeys(ctx, createScript, []string{s.keys.Task(ref), s.keys.Deadlines(ref.Owner)}, ms, p.Principal,
-		p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt, string(caps), ref.ID, deadline)
+	err := s.runKeys(ctx, createScript, []string{s.keys.Task(ref), s.keys.Live(ref.Owner),
+		s.keys.Deadlines(ref.Owner), s.keys.Tasks(ref.Owner)}, ms, p.Principal,
+		p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt, string(caps), ref.ID, deadline, p.MaxLive)
 	if err != nil {
 		return nil, err
 	}

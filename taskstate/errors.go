@@ -24,6 +24,8 @@ var (
 	ErrExpired = errors.New("taskstate: task expired")
 	// ErrKeyReused: an input request key was issued before in the task's life.
 	ErrKeyReused = errors.New("taskstate: input request key already used")
+	// ErrLimit: the owner already has the allowed number of live tasks.
+	ErrLimit = errors.New("taskstate: too many live tasks")
 )
 
 // Script return codes, as in scripts/prelude.lua.
@@ -37,6 +39,7 @@ const (
 	codeTerminal
 	codeExpired
 	codeKeyReused
+	codeLimit
 )
 
 var codeErrors = map[int64]error{
@@ -49,6 +52,7 @@ var codeErrors = map[int64]error{
 	codeTerminal:  ErrTerminal,
 	codeExpired:   ErrExpired,
 	codeKeyReused: ErrKeyReused,
+	codeLimit:     ErrLimit,
 }
 
 // codeErr turns a script return code into a sentinel error.

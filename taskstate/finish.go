@@ -39,6 +39,6 @@ func (s *Store) Finish(ctx context.Context, ref Ref, attempt int64, o Outcome) e
 		}
 		field, payload = "error", b
 	}
-	return s.runCode(ctx, finishScript, ref, s.nowMs(), attempt, string(o.Status), field, string(payload),
-		o.StatusMessage, s.keys.Events(ref))
+	return s.runKeys(ctx, finishScript, s.liveKeys(ref), s.nowMs(), attempt, string(o.Status), field, string(payload),
+		o.StatusMessage, s.keys.Events(ref), ref.ID)
 }

@@ -57,3 +57,22 @@ func (k Keys) Owners() string { return k.Prefix + "owners" }
 // Queue is the asynq queue name of an mcpq queue: asynq's own keys carry no
 // prefix, so the prefix goes into the queue name to keep deployments apart.
 func (k Keys) Queue(name string) string { return k.Prefix + name }
+
+// APIKeys maps the SHA-256 (hex) of a managed API key to its KeyInfo
+// (JSON). Only hashes are stored. Type: hash.
+func (k Keys) APIKeys() string { return k.Prefix + "{apikeys}:by-hash" }
+
+// APIKeyIDs maps a managed key's public id to the SHA-256 of the key, for
+// listing and revocation. Type: hash (same slot as APIKeys).
+func (k Keys) APIKeyIDs() string { return k.Prefix + "{apikeys}:by-id" }
+
+// Tasks indexes one owner's tasks newest first: member task id, score
+// createdAt (unix ms). "My tasks" pages through it. Type: sorted set.
+func (k Keys) Tasks(owner string) string { return k.Prefix + "{" + owner + "}:tasks" }
+
+// Live holds one owner's tasks that have not ended (member task id, score
+// createdAt), for the per-principal cap on live tasks. Type: sorted set.
+func (k Keys) Live(owner string) string { return k.Prefix + "{" + owner + "}:live" }
+
+// Rate is one owner's request token bucket (fields tokens, ts). Type: hash.
+func (k Keys) Rate(owner string) string { return k.Prefix + "{" + owner + "}:rate" }

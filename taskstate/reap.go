@@ -28,7 +28,8 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 		}
 		for _, id := range ids {
 			ref := Ref{Owner: owner, ID: id}
-			err := s.runKeys(ctx, reapScript, []string{s.keys.Task(ref), idx}, now, id, s.keys.Events(ref))
+			err := s.runKeys(ctx, reapScript, []string{s.keys.Task(ref), s.keys.Live(owner), idx, s.keys.Tasks(owner)},
+				now, id, s.keys.Events(ref))
 			switch {
 			case err == nil:
 				reaped++

@@ -35,4 +35,5 @@ var (
 	checkpointScript = loadScript("checkpoint")
 	ttlScript        = loadScript("ttl")
 	reapScript       = loadScript("reap")
+	rateScript       = loadScript("ratelimit")
 )

@@ -67,6 +67,12 @@ func (s *Store) runCode(ctx context.Context, sc *redis.Script, ref Ref, args ...
 	return s.runKeys(ctx, sc, []string{s.keys.Task(ref)}, args...)
 }
 
+// liveKeys are the keys of a script that may end the task: the record and
+// the owner's live set.
+func (s *Store) liveKeys(ref Ref) []string {
+	return []string{s.keys.Task(ref), s.keys.Live(ref.Owner)}
+}
+
 // runKeys is runCode for scripts with more keys (all in the owner's slot).
 func (s *Store) runKeys(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {
 	code, err := sc.Run(ctx, s.rdb, keys, args...).Int64()

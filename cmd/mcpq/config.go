@@ -38,6 +38,19 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+func envFloat(name string, def float64) float64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcpq: %s=%q is not a number; using %g\n", name, v, def)
+		return def
+	}
+	return f
+}
+
 func envInt(name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
@@ -74,6 +87,9 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 		return nil
 	})
 	cfg.AllowedOrigins = splitList(env("MCPQ_ALLOWED_ORIGINS", ""))
+	fs.Float64Var(&cfg.RateLimit, "rate-limit", envFloat("MCPQ_RATE_LIMIT", 0), "requests per second per principal across replicas, 0 for none (env MCPQ_RATE_LIMIT)")
+	fs.IntVar(&cfg.RateBurst, "rate-burst", envInt("MCPQ_RATE_BURST", 0), "rate limit burst (env MCPQ_RATE_BURST; default 2 x rate)")
+	fs.IntVar(&cfg.MaxLiveTasks, "max-live-tasks", envInt("MCPQ_MAX_LIVE_TASKS", 1000), "tasks per principal that have not ended, -1 for no cap (env MCPQ_MAX_LIVE_TASKS)")
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", envDuration("MCPQ_POLL_INTERVAL", time.Second), "pollIntervalMs for tools that set none (env MCPQ_POLL_INTERVAL)")
 }
 

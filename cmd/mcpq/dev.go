@@ -27,6 +27,9 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	wcfg := worker.Config{Logger: log}
 	var fixtures string
 	workerFlags(fs, &wcfg, &fixtures)
+	var auth authFlags
+	auth.register(fs)
+	hf := httpFlags(fs)
 	_ = fs.Parse(args)
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
@@ -38,6 +41,11 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 	fcfg.Redis, wcfg.Redis = rdb, rdb
+	auth2, err := auth.devAuth(rdb)
+	if err != nil {
+		return err
+	}
+	fcfg.Auth = auth2
 
 	w, err := newWorker(ctx, wcfg, fixtures)
 	if err != nil {
@@ -59,7 +67,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "fixtures", fixtures)
 	fmt.Printf("MCP URL: http://%s/mcp\n", ln.Addr())
-	herr := serveHTTP(ctx, log, ln, fcfg)
+	herr := serveHTTP(ctx, log, ln, fcfg, hf)
 	stopWorker()
 	wg.Wait()
 	if herr != nil {

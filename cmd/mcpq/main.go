@@ -20,6 +20,8 @@ Usage:
   mcpq dev       [--addr 127.0.0.1:8080] [--fixtures conformance]   everything in one process, embedded Redis
   mcpq frontend  [--addr :8080]                                      the stateless MCP front end (REDIS_URL)
   mcpq worker    [--fixtures conformance] [--concurrency 10]         a worker running tools (REDIS_URL)
+  mcpq keys      create PRINCIPAL | list | revoke ID                  managed API keys (REDIS_URL)
+  mcpq tasks     ls [--status S] [--limit N] | get ID                 your tasks (MCPQ_URL, MCPQ_API_KEY)
 
 Run "mcpq COMMAND -h" for a command's flags and environment variables.
 `
@@ -40,6 +42,10 @@ func main() {
 		err = runFrontend(ctx, log, args)
 	case "worker":
 		err = runWorker(ctx, log, args)
+	case "keys":
+		err = runKeys(ctx, args)
+	case "tasks":
+		err = runTasks(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:

@@ -23,6 +23,9 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	addr := fs.String("addr", env("MCPQ_ADDR", ":8080"), "listen address (env MCPQ_ADDR)")
 	cfg := frontend.Config{Logger: log, Prefix: env("MCPQ_PREFIX", "")}
 	frontendFlags(fs, &cfg)
+	var auth authFlags
+	auth.register(fs)
+	hf := httpFlags(fs)
 	_ = fs.Parse(args)
 	rdb, err := redisClient()
 	if err != nil {
@@ -30,22 +33,43 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer rdb.Close()
 	cfg.Redis = rdb
+	if cfg.Auth, err = auth.frontendAuth(rdb, cfg.Prefix); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	log.Info("frontend listening", "url", "http://"+ln.Addr().String()+"/mcp")
-	return serveHTTP(ctx, log, ln, cfg)
+	return serveHTTP(ctx, log, ln, cfg, hf)
 }
 
-// serveHTTP serves a front end on ln until ctx is done, then stops it in order.
-func serveHTTP(ctx context.Context, log *slog.Logger, ln net.Listener, cfg frontend.Config) error {
+// httpLimits are the HTTP server's limits.
+type httpLimits struct {
+	maxHeaderBytes                       int
+	readHeaderTimeout, readTimeout, idle time.Duration
+}
+
+func httpFlags(fs *flag.FlagSet) *httpLimits {
+	h := &httpLimits{}
+	fs.IntVar(&h.maxHeaderBytes, "max-header-bytes", envInt("MCPQ_MAX_HEADER_BYTES", 64<<10), "largest request header block in bytes (env MCPQ_MAX_HEADER_BYTES)")
+	fs.DurationVar(&h.readHeaderTimeout, "read-header-timeout", envDuration("MCPQ_READ_HEADER_TIMEOUT", 10*time.Second), "time to read request headers (env MCPQ_READ_HEADER_TIMEOUT)")
+	fs.DurationVar(&h.readTimeout, "read-timeout", envDuration("MCPQ_READ_TIMEOUT", time.Minute), "time to read a whole request (env MCPQ_READ_TIMEOUT)")
+	fs.DurationVar(&h.idle, "idle-timeout", envDuration("MCPQ_IDLE_TIMEOUT", 2*time.Minute), "keep-alive idle time (env MCPQ_IDLE_TIMEOUT)")
+	return h
+}
+
+// serveHTTP serves a front end on ln until ctx is done, then stops it in
+// order. There is no write timeout: answers may be held open up to the sync
+// wait limit, and listen streams last as long as the client wants.
+func serveHTTP(ctx context.Context, log *slog.Logger, ln net.Listener, cfg frontend.Config, h *httpLimits) error {
 	srv, err := frontend.New(cfg)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: srv.Handler(), MaxHeaderBytes: h.maxHeaderBytes,
+		ReadHeaderTimeout: h.readHeaderTimeout, ReadTimeout: h.readTimeout, IdleTimeout: h.idle}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

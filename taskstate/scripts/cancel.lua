@@ -1,6 +1,6 @@
 -- cancel.lua: a client asks to cancel the task (tasks/cancel).
--- KEYS[1] task hash
--- ARGV[1] now (unix ms)   ARGV[2] events channel
+-- KEYS[1] task hash   KEYS[2] the owner's live set
+-- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id
 -- A task is held while a delivery runs it ('running' is its attempt; claim
 -- sets it, parking and resuming clear it).
 -- Returns OK (flag set and "cancel" published: the worker stops at its next
@@ -15,6 +15,7 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   if not allowed(status, 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])
+  ended(ARGV[3])
   redis.call('PUBLISH', ARGV[2], 'cancelled')
   return CANCELLED
 end

@@ -1,6 +1,6 @@
 -- claim.lua: a worker starts (or restarts) the task's job.
--- KEYS[1] task hash
--- ARGV[1] now (unix ms)   ARGV[2] events channel
+-- KEYS[1] task hash   KEYS[2] the owner's live set
+-- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id
 -- Returns {OK, attempt, field1, value1, ...}: a new attempt number (older
 -- attempts are fenced off; statusMessage becomes "Running") and the whole
 -- record, or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job is a no-op),
@@ -15,6 +15,7 @@ if f[2] == '1' then
   if not allowed(status, 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
+  ended(ARGV[3])
   redis.call('PUBLISH', ARGV[2], 'cancelled')
   return {CANCELLED}
 end

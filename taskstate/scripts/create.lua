@@ -1,12 +1,15 @@
 -- create.lua: write a new task record in status "working".
--- KEYS[1] task hash   KEYS[2] the owner's deadline index (sorted set)
+-- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's deadline index
+-- KEYS[4] the owner's task index (all sorted sets)
 -- ARGV[1] now (unix ms)   ARGV[2] owner principal   ARGV[3] tool   ARGV[4] arguments (JSON)
 -- ARGV[5] ttlMs ('' = unlimited)   ARGV[6] pollIntervalMs   ARGV[7] statusMessage
 -- ARGV[8] expire-at (unix ms, '' = no Redis expiry)   ARGV[9] client capabilities (JSON)
--- ARGV[10] task id   ARGV[11] deadline (unix ms, '' = none)
--- Returns OK, or EXISTS (nothing written) when the id is taken.
+-- ARGV[10] task id   ARGV[11] deadline (unix ms, '' = none)   ARGV[12] cap on live tasks (0 = none)
+-- Returns OK, EXISTS when the id is taken, or LIMIT when the owner has the
+-- cap of live tasks already; nothing is written then.
 if redis.call('EXISTS', KEYS[1]) == 1 then return EXISTS end
 if not allowed('', 'working') then return ILLEGAL end
+if tonumber(ARGV[12]) > 0 and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[12]) then return LIMIT end
 redis.call('HSET', KEYS[1],
   'status', 'working', 'statusMessage', ARGV[7],
   'createdAt', ARGV[1], 'lastUpdatedAt', ARGV[1],
@@ -14,5 +17,7 @@ redis.call('HSET', KEYS[1],
   'owner', ARGV[2], 'tool', ARGV[3], 'arguments', ARGV[4],
   'attempt', 0, 'running', 0, 'cancel', 0, 'caps', ARGV[9])
 if ARGV[8] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[8]) end
-if ARGV[11] ~= '' then redis.call('ZADD', KEYS[2], ARGV[11], ARGV[10]) end
+if ARGV[11] ~= '' then redis.call('ZADD', KEYS[3], ARGV[11], ARGV[10]) end
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[10])
+redis.call('ZADD', KEYS[4], ARGV[1], ARGV[10])
 return OK

@@ -1,9 +1,9 @@
 -- finish.lua: a worker ends the task: completed (with result), failed (with
 -- a JSON-RPC error) or cancelled.
--- KEYS[1] task hash
+-- KEYS[1] task hash   KEYS[2] the owner's live set
 -- ARGV[1] now (unix ms)   ARGV[2] attempt   ARGV[3] target status
 -- ARGV[4] payload field ('result', 'error' or '')   ARGV[5] payload (JSON)
--- ARGV[6] statusMessage   ARGV[7] events channel
+-- ARGV[6] statusMessage   ARGV[7] events channel   ARGV[8] task id
 -- Returns OK, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the target is not a
 -- terminal status, or the table refuses): nothing is written then.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt')
@@ -14,5 +14,6 @@ if f[4] ~= ARGV[2] then return STALE end
 if not terminal(ARGV[3]) or not allowed(f[1], ARGV[3]) then return ILLEGAL end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], ARGV[4], ARGV[5]) end
+ended(ARGV[8])
 redis.call('PUBLISH', ARGV[7], ARGV[3])
 return OK

@@ -1,6 +1,6 @@
 -- prelude.lua: prepended (after the generated TRANSITIONS table) to every script.
 -- Return codes shared by all scripts; taskstate/codes.go mirrors them.
-local OK, NOT_FOUND, ILLEGAL, STALE, EXISTS, CANCELLED, TERMINAL, EXPIRED, KEY_REUSED = 0, 1, 2, 3, 4, 5, 6, 7, 8
+local OK, NOT_FOUND, ILLEGAL, STALE, EXISTS, CANCELLED, TERMINAL, EXPIRED, KEY_REUSED, LIMIT = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 local function allowed(from, to)
   local row = TRANSITIONS[from or '']
@@ -15,4 +15,9 @@ end
 local function expired(createdAt, ttlMs, now)
   if not ttlMs or ttlMs == '' then return false end
   return tonumber(now) >= tonumber(createdAt) + tonumber(ttlMs)
+end
+
+-- ended: a task left the live set (KEYS[2] of every script that can end one).
+local function ended(id)
+  redis.call('ZREM', KEYS[2], id)
 end

@@ -1,25 +1,30 @@
 -- reap.lua: finalize a task whose deadline passed: signal its worker to
 -- stop, publish "expired" to listeners, delete the record and drop it from
--- the deadline index. A task whose TTL was extended meanwhile is re-indexed
+-- the owner's indexes. A task whose TTL was extended meanwhile is re-indexed
 -- at its new deadline instead.
--- KEYS[1] task hash   KEYS[2] the owner's deadline index
+-- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's deadline index
+-- KEYS[4] the owner's task index
 -- ARGV[1] now (unix ms)   ARGV[2] task id   ARGV[3] events channel
 -- Returns OK (reaped), NOT_FOUND (already gone; index cleaned), or ILLEGAL
 -- (not expired yet; re-indexed).
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs')
 if not f[1] then
-  redis.call('ZREM', KEYS[2], ARGV[2])
+  ended(ARGV[2])
+  redis.call('ZREM', KEYS[3], ARGV[2])
+  redis.call('ZREM', KEYS[4], ARGV[2])
   return NOT_FOUND
 end
 if not expired(f[2], f[3], ARGV[1]) then
   if f[3] and f[3] ~= '' then
-    redis.call('ZADD', KEYS[2], tonumber(f[2]) + tonumber(f[3]), ARGV[2])
+    redis.call('ZADD', KEYS[3], tonumber(f[2]) + tonumber(f[3]), ARGV[2])
   else
-    redis.call('ZREM', KEYS[2], ARGV[2])
+    redis.call('ZREM', KEYS[3], ARGV[2])
   end
   return ILLEGAL
 end
 redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[2])
+ended(ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('PUBLISH', ARGV[3], 'expired')
 return OK

@@ -1,0 +1,103 @@
+package frontend
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gorilla/mux"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// restError is the body of a REST error.
+type restError struct {
+	Error string `json:"error"`
+}
+
+func (s *Server) restFail(w http.ResponseWriter, err error) {
+	pe, status := toRPC(err)
+	if status == http.StatusOK {
+		status = http.StatusBadRequest
+		if errors.Is(err, taskstate.ErrNotFound) {
+			status = http.StatusNotFound
+		} else if pe.Code == proto.CodeInternalError {
+			status = http.StatusInternalServerError
+		}
+	}
+	writeREST(w, status, restError{Error: pe.Message})
+}
+
+func writeREST(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// taskList is the body of GET /v1/tasks.
+type taskList struct {
+	// Tasks are the caller's tasks, newest first.
+	Tasks []proto.Task `json:"tasks"`
+	// NextCursor continues the listing; absent on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// listMyTasks serves GET /v1/tasks?status=&limit=&cursor=: the caller's own
+// tasks, newest first. No other principal's task can appear: only the
+// caller's index is read.
+func (s *Server) listMyTasks(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.admit(w, r)
+	if err != nil {
+		s.restFail(w, err)
+		return
+	}
+	q := r.URL.Query()
+	o := taskstate.ListOptions{Status: proto.TaskStatus(q.Get("status")), Cursor: q.Get("cursor")}
+	switch o.Status {
+	case "", proto.StatusWorking, proto.StatusInputRequired, proto.StatusCompleted, proto.StatusFailed, proto.StatusCancelled:
+	default:
+		writeREST(w, http.StatusBadRequest, restError{Error: "status must be working, input_required, completed, failed or cancelled"})
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			writeREST(w, http.StatusBadRequest, restError{Error: "limit must be a number from 1 to 500"})
+			return
+		}
+		o.Limit = n
+	}
+	res, err := s.store.ListTasks(r.Context(), principal, o)
+	if errors.Is(err, taskstate.ErrBadCursor) {
+		writeREST(w, http.StatusBadRequest, restError{Error: "invalid cursor"})
+		return
+	}
+	if err != nil {
+		s.restFail(w, err)
+		return
+	}
+	out := taskList{Tasks: make([]proto.Task, len(res.Tasks)), NextCursor: res.Next}
+	for i, rec := range res.Tasks {
+		out.Tasks[i] = rec.Task()
+	}
+	writeREST(w, http.StatusOK, out)
+}
+
+// getMyTask serves GET /v1/tasks/{id}: one of the caller's tasks, as
+// tasks/get shows it; any other id is 404.
+func (s *Server) getMyTask(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.admit(w, r)
+	if err != nil {
+		s.restFail(w, err)
+		return
+	}
+	rec, err := s.store.Get(r.Context(), taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: mux.Vars(r)["id"]})
+	if err != nil {
+		s.restFail(w, err)
+		return
+	}
+	writeREST(w, http.StatusOK, rec.Detailed())
+}

@@ -1,0 +1,100 @@
+package taskstate
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// ListOptions select a page of one owner's tasks.
+type ListOptions struct {
+	// Status keeps only tasks in that status (empty: all).
+	Status proto.TaskStatus
+	// Limit is the page size (default 50, at most 500).
+	Limit int
+	// Cursor continues after the previous page (from ListResult.Next).
+	Cursor string
+}
+
+// ListResult is one page of tasks, newest first.
+type ListResult struct {
+	// Tasks are the page's records.
+	Tasks []*Record
+	// Next is the cursor of the following page; empty on the last page.
+	Next string
+}
+
+// ErrBadCursor: the cursor was not made by ListTasks.
+var ErrBadCursor = errors.New("taskstate: invalid cursor")
+
+// ListTasks pages through the tasks of the principal, newest first. Only
+// that principal's index is read, so another principal's tasks can never
+// appear. Entries whose record expired are skipped (the reaper drops them).
+func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) (*ListResult, error) {
+	if o.Limit <= 0 {
+		o.Limit = 50
+	}
+	o.Limit = min(o.Limit, 500)
+	owner := OwnerTag(principal)
+	max, afterID := "+inf", ""
+	if o.Cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(o.Cursor)
+		score, id, ok := strings.Cut(string(b), ":")
+		if _, perr := strconv.ParseInt(score, 10, 64); err != nil || !ok || perr != nil || !ValidID(id) {
+			return nil, ErrBadCursor
+		}
+		max, afterID = score, id
+	}
+	res := &ListResult{}
+	now := s.now()
+	for {
+		batch, err := s.rdb.ZRevRangeByScoreWithScores(ctx, s.keys.Tasks(owner), &redis.ZRangeBy{
+			Max: max, Min: "-inf", Count: int64(o.Limit + 1 + 16)}).Result()
+		if err != nil {
+			return nil, err
+		}
+		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, z := range batch {
+				p.HGetAll(ctx, s.keys.Task(Ref{Owner: owner, ID: z.Member.(string)}))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		lastScore := max
+		for i, z := range batch {
+			id := z.Member.(string)
+			score := strconv.FormatInt(int64(z.Score), 10)
+			if score == max && afterID != "" && id >= afterID {
+				continue // returned on the previous page
+			}
+			lastScore, afterID = score, id
+			rec, ok := decodeRecord(Ref{Owner: owner, ID: id}, cmds[i].(*redis.MapStringStringCmd).Val())
+			if !ok || rec.Expired(now) || (o.Status != "" && rec.Status != o.Status) {
+				continue
+			}
+			if len(res.Tasks) == o.Limit {
+				res.Next = base64.RawURLEncoding.EncodeToString([]byte(res.cursorOf()))
+				return res, nil
+			}
+			res.Tasks = append(res.Tasks, rec)
+		}
+		if len(batch) < o.Limit+1+16 {
+			return res, nil
+		}
+		max = lastScore
+	}
+}
+
+// cursorOf is the position of the page's last task.
+func (r *ListResult) cursorOf() string {
+	last := r.Tasks[len(r.Tasks)-1]
+	return strconv.FormatInt(last.CreatedAt.UnixMilli(), 10) + ":" + last.Ref.ID
+}

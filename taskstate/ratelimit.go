@@ -1,0 +1,23 @@
+package taskstate
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Allow takes one token from the principal's bucket (rate per second,
+// burst at most), shared by every front end. When none is left it answers
+// false and how long until one is.
+func (s *Store) Allow(ctx context.Context, principal string, rate float64, burst int) (bool, time.Duration, error) {
+	res, err := rateScript.Run(ctx, s.rdb, []string{s.keys.Rate(OwnerTag(principal))}, s.nowMs(), rate, burst).Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(res) != 2 {
+		return false, 0, fmt.Errorf("taskstate: ratelimit returned %d values", len(res))
+	}
+	ok, _ := res[0].(int64)
+	wait, _ := res[1].(int64)
+	return ok == 1, time.Duration(wait) * time.Millisecond, nil
+}
