@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -291,10 +290,7 @@ func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskst
 	// asynq's timeout is only a backstop: the record's TTL (which a handler
 	// may extend up to MaxTTL) is what stops a job, through its heartbeats.
 	timeout := s.cfg.MaxTTL + time.Minute
-	id := rec.Ref.ID
-	if resume > 0 {
-		id += "#" + strconv.FormatInt(resume, 10)
-	}
+	id := taskstate.JobID(rec.Ref, resume)
 	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(rec.Ref))
 	_, err := s.cfg.Enqueuer.EnqueueContext(ctx, job, asynq.TaskID(id), asynq.Queue(s.store.Keys().Queue(def.Queue)),
 		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(timeout))

@@ -54,10 +54,11 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 		ttl = strconv.FormatInt(*p.TTLMs, 10)
 		expireAt = strconv.FormatInt(ms+*p.TTLMs+s.grace.Milliseconds(), 10)
 		deadline = strconv.FormatInt(ms+*p.TTLMs, 10)
-		// The reaper finds owners here; idempotent, so written before the task.
-		if err := s.rdb.SAdd(ctx, s.keys.Owners(), ref.Owner).Err(); err != nil {
-			return nil, err
-		}
+	}
+	// The reaper and the recovery loop find owners here; idempotent, so
+	// written before the task.
+	if err := s.rdb.SAdd(ctx, s.keys.Owners(), ref.Owner).Err(); err != nil {
+		return nil, err
 	}
 	caps := p.Capabilities
 	if len(caps) == 0 {

@@ -50,8 +50,8 @@ func (k Keys) StateKey() string { return k.Prefix + "state-key" }
 // score the deadline (unix ms). The reaper walks it. Type: sorted set.
 func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }
 
-// Owners lists the owner tags that have (or had) tasks with a deadline, so
-// the reaper can find every Deadlines index. Type: set.
+// Owners lists the owner tags that have (or had) tasks, so the reaper and
+// the recovery loop can find every owner's indexes. Type: set.
 func (k Keys) Owners() string { return k.Prefix + "owners" }
 
 // Queue is the asynq queue name of an mcpq queue: asynq's own keys carry no

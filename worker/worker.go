@@ -40,6 +40,9 @@ type Config struct {
 	ReapInterval time.Duration
 	// MaxTTL caps Call.ExtendTTL (default 24h).
 	MaxTTL time.Duration
+	// RecoverAfter is how long a working task may sit with no job before
+	// the worker re-enqueues it (front end died before enqueueing; default 30s).
+	RecoverAfter time.Duration
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the worker's logs (default slog.Default()).
@@ -86,6 +89,9 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	}
 	if cfg.MaxTTL <= 0 {
 		cfg.MaxTTL = 24 * time.Hour
+	}
+	if cfg.RecoverAfter <= 0 {
+		cfg.RecoverAfter = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -152,6 +158,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer tick.Stop()
 	reap := time.NewTicker(w.cfg.ReapInterval)
 	defer reap.Stop()
+	rescue := time.NewTicker(w.cfg.RecoverAfter)
+	defer rescue.Stop()
+	client := asynq.NewClientFromRedisClient(w.cfg.Redis)
+	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
 	for {
 		select {
 		case <-ctx.Done():
@@ -168,6 +178,10 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.log.Warn("reap expired tasks", "err", err)
 			} else if n > 0 {
 				w.log.Info("reaped expired tasks", "count", n)
+			}
+		case <-rescue.C:
+			if _, err := w.recoverStranded(ctx, client, insp); err != nil && ctx.Err() == nil {
+				w.log.Warn("recover stranded tasks", "err", err)
 			}
 		}
 	}

@@ -1,0 +1,59 @@
+package taskstate
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
+// Stranded is a task that waits for a job no worker holds: working, not
+// held by any delivery, for longer than a queue hop should take. Usually
+// its job is just queued behind others; when the front end died between
+// writing the record and enqueueing, there is no job at all.
+type Stranded struct {
+	// Ref names the task and Tool is its catalog key.
+	Ref  Ref
+	Tool string
+	// JobID is the asynq task id its current job has (or should have).
+	JobID string
+	// Deadline is when the task expires (zero: never).
+	Deadline time.Time
+}
+
+// StrandedTasks lists live tasks that are working, held by no delivery and
+// last changed more than olderThan ago.
+func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]Stranded, error) {
+	cutoff := s.now().Add(-olderThan)
+	var out []Stranded
+	iter := s.rdb.SScan(ctx, s.keys.Owners(), 0, "", 100).Iterator()
+	for iter.Next(ctx) {
+		owner := iter.Val()
+		ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.Live(owner), Start: "-inf",
+			Stop: strconv.FormatInt(cutoff.UnixMilli(), 10), ByScore: true, Count: reapBatch}).Result()
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			r, err := s.Get(ctx, Ref{Owner: owner, ID: id})
+			if err != nil || r.Status != proto.StatusWorking || r.Running != 0 || r.LastUpdatedAt.After(cutoff) {
+				continue
+			}
+			out = append(out, Stranded{Ref: r.Ref, Tool: r.Tool, JobID: JobID(r.Ref, r.Resumes), Deadline: r.Deadline()})
+		}
+	}
+	return out, iter.Err()
+}
+
+// JobID is the asynq task id of a task's job: the task id for its first
+// run, plus "#" and the resume number after input. Enqueueing the same job
+// twice is then a harmless conflict.
+func JobID(ref Ref, resume int64) string {
+	if resume == 0 {
+		return ref.ID
+	}
+	return ref.ID + "#" + strconv.FormatInt(resume, 10)
+}
