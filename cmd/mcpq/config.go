@@ -87,6 +87,7 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 		return nil
 	})
 	cfg.AllowedOrigins = splitList(env("MCPQ_ALLOWED_ORIGINS", ""))
+	fs.IntVar(&cfg.MaxDepth, "max-depth", envInt("MCPQ_MAX_DEPTH", 64), "deepest JSON nesting of a request body (env MCPQ_MAX_DEPTH)")
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", envFloat("MCPQ_RATE_LIMIT", 0), "requests per second per principal across replicas, 0 for none (env MCPQ_RATE_LIMIT)")
 	fs.IntVar(&cfg.RateBurst, "rate-burst", envInt("MCPQ_RATE_BURST", 0), "rate limit burst (env MCPQ_RATE_BURST; default 2 x rate)")
 	fs.IntVar(&cfg.MaxLiveTasks, "max-live-tasks", envInt("MCPQ_MAX_LIVE_TASKS", 1000), "tasks per principal that have not ended, -1 for no cap (env MCPQ_MAX_LIVE_TASKS)")
