@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -126,3 +127,19 @@ type transientError struct{ err error }
 
 func (e *transientError) Error() string { return "worker: task store unavailable: " + e.err.Error() }
 func (e *transientError) Unwrap() error { return e.err }
+
+// Sleep waits d, or returns ctx's error as soon as ctx ends (a cancel
+// request ends a step's ctx). Handlers use it inside steps to pace or wait.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

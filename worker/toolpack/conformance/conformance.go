@@ -87,7 +87,7 @@ func slowCompute(ctx context.Context, c *worker.Call) (*proto.CallToolResult, er
 				return nil, err
 			}
 		}
-		err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, min(tick, total-done)) })
+		err := c.Step(ctx, func(ctx context.Context) error { return worker.Sleep(ctx, min(tick, total-done)) })
 		if err != nil {
 			return nil, err
 		}
@@ -96,27 +96,15 @@ func slowCompute(ctx context.Context, c *worker.Call) (*proto.CallToolResult, er
 }
 
 func failingJob(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
-	if err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, time.Second) }); err != nil {
+	if err := c.Step(ctx, func(ctx context.Context) error { return worker.Sleep(ctx, time.Second) }); err != nil {
 		return nil, err
 	}
 	return worker.ErrorResult("failing_job failed as designed"), nil
 }
 
 func protocolErrorJob(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
-	if err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, time.Second) }); err != nil {
+	if err := c.Step(ctx, func(ctx context.Context) error { return worker.Sleep(ctx, time.Second) }); err != nil {
 		return nil, err
 	}
 	return nil, proto.NewError(proto.CodeInternalError, "Internal error: protocol_error_job failed as designed")
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

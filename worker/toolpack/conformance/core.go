@@ -111,7 +111,7 @@ func toolWithProgress(ctx context.Context, c *worker.Call) (*proto.CallToolResul
 	const total = 100
 	for i, p := range []float64{0, 50, 100} {
 		if i > 0 {
-			if err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, stepDelay) }); err != nil {
+			if err := c.Step(ctx, func(ctx context.Context) error { return worker.Sleep(ctx, stepDelay) }); err != nil {
 				return nil, err
 			}
 		}
@@ -125,7 +125,7 @@ func toolWithProgress(ctx context.Context, c *worker.Call) (*proto.CallToolResul
 func toolWithLogging(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 	for i, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 		if i > 0 {
-			if err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, stepDelay) }); err != nil {
+			if err := c.Step(ctx, func(ctx context.Context) error { return worker.Sleep(ctx, stepDelay) }); err != nil {
 				return nil, err
 			}
 		}

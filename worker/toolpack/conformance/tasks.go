@@ -121,7 +121,7 @@ func toolWithTask(ctx context.Context, c *worker.Call) (*proto.CallToolResult, e
 	if err := c.Progress(ctx, "Preparing a greeting for "+name); err != nil {
 		return nil, err
 	}
-	if err := c.Step(ctx, func(ctx context.Context) error { return sleep(ctx, taskWork) }); err != nil {
+	if err := c.Step(ctx, func(ctx context.Context) error { return worker.Sleep(ctx, taskWork) }); err != nil {
 		return nil, err
 	}
 	return worker.TextResult(fmt.Sprintf("Hello, %s! (from a task)", name)), nil

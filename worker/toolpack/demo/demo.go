@@ -77,7 +77,7 @@ func renderGIF(ctx context.Context, c *worker.Call) (*proto.CallToolResult, erro
 			start := time.Now()
 			anim.Image = append(anim.Image, plasma(size, float64(i)/float64(frames), pal))
 			anim.Delay = append(anim.Delay, 8)
-			return pace(ctx, time.Duration(frameMs)*time.Millisecond-time.Since(start))
+			return worker.Sleep(ctx, time.Duration(frameMs)*time.Millisecond-time.Since(start))
 		})
 		if err != nil {
 			return nil, err
@@ -94,21 +94,6 @@ func renderGIF(ctx context.Context, c *worker.Call) (*proto.CallToolResult, erro
 		{Type: "image", MimeType: "image/gif", Data: base64.StdEncoding.EncodeToString(buf.Bytes())},
 		proto.TextContent(fmt.Sprintf("Rendered %d frames of %dx%d (%d bytes of GIF).", frames, size, size, buf.Len())),
 	}}, nil
-}
-
-// pace waits d (if positive) or until ctx is done.
-func pace(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func palette() color.Palette {
