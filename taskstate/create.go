@@ -56,9 +56,12 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 		deadline = strconv.FormatInt(ms+*p.TTLMs, 10)
 	}
 	// The reaper and the recovery loop find owners here; idempotent, so
-	// written before the task.
-	if err := s.rdb.SAdd(ctx, s.keys.Owners(), ref.Owner).Err(); err != nil {
-		return nil, err
+	// written before the task, once per owner and process.
+	if _, seen := s.owners.Load(ref.Owner); !seen {
+		if err := s.rdb.SAdd(ctx, s.keys.Owners(), ref.Owner).Err(); err != nil {
+			return nil, err
+		}
+		s.owners.Store(ref.Owner, struct{}{})
 	}
 	caps := p.Capabilities
 	if len(caps) == 0 {

@@ -2,6 +2,7 @@ package taskstate
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,6 +31,8 @@ type Store struct {
 	now   func() time.Time
 	grace time.Duration
 	lost  time.Duration
+	// owners remembers owners already in Keys.Owners, to add each once.
+	owners sync.Map
 }
 
 // New returns a Store over rdb.
