@@ -53,9 +53,14 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 	}
 	res := &ListResult{}
 	now := s.now()
+	// Batches walk the index from max down. offset counts the entries of
+	// score max already walked, so a run of equal createdAt values longer
+	// than a batch still advances.
+	const batchSize = 64
+	cursorScore, offset := max, int64(0)
 	for {
 		batch, err := s.rdb.ZRevRangeByScoreWithScores(ctx, s.keys.Tasks(owner), &redis.ZRangeBy{
-			Max: max, Min: "-inf", Count: int64(o.Limit + 1 + 16)}).Result()
+			Max: max, Min: "-inf", Offset: offset, Count: batchSize}).Result()
 		if err != nil {
 			return nil, err
 		}
@@ -68,14 +73,11 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 		if err != nil {
 			return nil, err
 		}
-		lastScore := max
 		for i, z := range batch {
 			id := z.Member.(string)
-			score := strconv.FormatInt(int64(z.Score), 10)
-			if score == max && afterID != "" && id >= afterID {
+			if strconv.FormatInt(int64(z.Score), 10) == cursorScore && afterID != "" && id >= afterID {
 				continue // returned on the previous page
 			}
-			lastScore, afterID = score, id
 			rec, ok := decodeRecord(Ref{Owner: owner, ID: id}, cmds[i].(*redis.MapStringStringCmd).Val())
 			if !ok || rec.Expired(now) || (o.Status != "" && rec.Status != o.Status) {
 				continue
@@ -86,10 +88,20 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 			}
 			res.Tasks = append(res.Tasks, rec)
 		}
-		if len(batch) < o.Limit+1+16 {
+		if len(batch) < batchSize {
 			return res, nil
 		}
-		max = lastScore
+		last := strconv.FormatInt(int64(batch[len(batch)-1].Score), 10)
+		if last == max {
+			offset += int64(len(batch))
+			continue
+		}
+		max, offset = last, 0
+		for _, z := range batch {
+			if strconv.FormatInt(int64(z.Score), 10) == last {
+				offset++
+			}
+		}
 	}
 }
 

@@ -393,7 +393,9 @@ func TestExpiryRemovesKey(t *testing.T) {
 		e := newEnvOpts(t, b, taskstate.Options{ExpiryGrace: time.Millisecond})
 		ref := e.create(t, taskstate.CreateParams{TTLMs: ttl(50)})
 		keep := e.create(t, taskstate.CreateParams{}) // unlimited: never expires
-		if !e.exists(t, ref) {
+		// (On redis-server the 50 ms may already be over here under load, so
+		// presence right after Create is checked on miniredis only.)
+		if b.Mini != nil && !e.exists(t, ref) {
 			t.Fatal("record missing right after Create")
 		}
 		if b.Mini != nil {
