@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpq/mcpq/proto"
 )
@@ -159,14 +160,15 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 	return principal, nil
 }
 
-// validID reports whether id is a JSON string or number.
+// validID reports whether id is a JSON string (valid UTF-8, so it can be
+// echoed) or number.
 func validID(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
 	}
 	switch c := id[0]; {
 	case c == '"':
-		return true
+		return utf8.Valid(id)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return true
 	}

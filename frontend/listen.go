@@ -20,6 +20,9 @@ type listenFilter struct {
 	TaskIDs               []string `json:"taskIds,omitempty"`
 }
 
+// maxListenTasks bounds the taskIds of one subscription.
+const maxListenTasks = 1000
+
 // listenEvent is one event for a listen stream, from whichever channel.
 type listenEvent struct {
 	kind    string // "list", "resource" or "task"
@@ -42,6 +45,9 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 	f := p.Notifications
 	if len(f.TaskIDs) > 0 && !c.tasksDeclared() {
 		return nil, proto.MissingTasksExtension()
+	}
+	if len(f.TaskIDs) > maxListenTasks {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d taskIds per subscription", maxListenTasks)
 	}
 	if !c.resp.sseOK {
 		return nil, withStatus(proto.NewError(proto.CodeInvalidRequest,
@@ -85,6 +91,9 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 	var tasks []*taskstate.Record
 	owner := taskstate.OwnerTag(c.principal)
 	for _, id := range f.TaskIDs {
+		if !taskstate.ValidID(id) { // cannot exist: not honoured, like any unknown id
+			continue
+		}
 		ref := taskstate.Ref{Owner: owner, ID: id}
 		sub, err := s.hub.Subscribe(ctx, keys.Events(ref))
 		if err != nil {

@@ -12,8 +12,8 @@ func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.Handle("/mcp", s.checkOrigin(http.HandlerFunc(s.serveMCP))).Methods(http.MethodPost)
 	r.HandleFunc("/mcp", methodNotAllowed)
-	r.HandleFunc("/v1/tasks", s.listMyTasks).Methods(http.MethodGet)
-	r.HandleFunc("/v1/tasks/{id}", s.getMyTask).Methods(http.MethodGet)
+	r.Handle("/v1/tasks", s.checkOrigin(http.HandlerFunc(s.listMyTasks))).Methods(http.MethodGet)
+	r.Handle("/v1/tasks/{id}", s.checkOrigin(http.HandlerFunc(s.getMyTask))).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet)
 	return r
 }

@@ -101,7 +101,8 @@ func (s *Server) Close() error {
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if err := s.cfg.Redis.Ping(r.Context()).Err(); err != nil {
-		http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+		s.log.Warn("health check: redis unreachable", "err", err)
+		http.Error(w, "redis unreachable", http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

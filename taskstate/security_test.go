@@ -1,0 +1,343 @@
+package taskstate_test
+
+// Identity and limits in the store: managed API keys (kept only as
+// hashes), the per-principal token bucket and the cap on live tasks, on
+// both backends.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// allValues returns every string stored under the env's prefix: key
+// names, string values, hash fields and values, set and sorted-set members.
+func (e *env) allValues(t *testing.T) []string {
+	t.Helper()
+	c := ctx(t)
+	rdb := e.b.Client
+	var out []string
+	iter := rdb.Scan(c, 0, e.b.Prefix+"*", 100).Iterator()
+	for iter.Next(c) {
+		k := iter.Val()
+		out = append(out, k)
+		typ, err := rdb.Type(c, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch typ {
+		case "string":
+			out = append(out, rdb.Get(c, k).Val())
+		case "hash":
+			for f, v := range rdb.HGetAll(c, k).Val() {
+				out = append(out, f, v)
+			}
+		case "set":
+			out = append(out, rdb.SMembers(c, k).Val()...)
+		case "zset":
+			out = append(out, rdb.ZRange(c, k, 0, -1).Val()...)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestAPIKeys(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, fresh(b))
+		c := ctx(t)
+		key1, info1, err := e.s.CreateKey(c, "carol")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Second)
+		key2, info2, err := e.s.CreateKey(c, "carol")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Second)
+		keyD, infoD, err := e.s.CreateKey(c, "dave")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []struct {
+			key  string
+			info taskstate.KeyInfo
+			who  string
+		}{{key1, info1, "carol"}, {key2, info2, "carol"}, {keyD, infoD, "dave"}} {
+			if !strings.HasPrefix(k.key, "mcpq_"+k.info.ID+"_") || len(k.key) < 40 {
+				t.Errorf("key %q does not start with mcpq_<id>_ or is short (id %q)", k.key, k.info.ID)
+			}
+			if k.info.Principal != k.who {
+				t.Errorf("key %s is for %q, want %q", k.info.ID, k.info.Principal, k.who)
+			}
+			p, ok, err := e.s.LookupKey(c, k.key)
+			if err != nil || !ok || p != k.who {
+				t.Errorf("LookupKey(%s) = %q %v %v, want %q", k.info.ID, p, ok, err, k.who)
+			}
+		}
+		if key1 == key2 || info1.ID == info2.ID {
+			t.Errorf("two keys for one principal are equal")
+		}
+
+		// Only hashes are kept: no stored string holds a key or its secret.
+		for _, v := range e.allValues(t) {
+			for _, k := range []string{key1, key2, keyD} {
+				secret := k[strings.LastIndex(k, "_")+1:]
+				if strings.Contains(v, secret) {
+					t.Errorf("Redis holds the secret of a key: %q", v)
+				}
+			}
+		}
+		if n := e.b.Client.HExists(c, e.s.Keys().APIKeys(), taskstate.HashKey(key1)).Val(); !n {
+			t.Errorf("the key's SHA-256 is not the stored field")
+		}
+
+		// Near misses are not keys.
+		for _, k := range []string{"", key1 + "x", key1[:len(key1)-1], strings.ToUpper(key1), " " + key1,
+			"mcpq_" + info1.ID + "_", info1.ID, taskstate.HashKey(key1)} {
+			if p, ok, err := e.s.LookupKey(c, k); ok || err != nil {
+				t.Errorf("LookupKey(%q) = %q %v %v", k, p, ok, err)
+			}
+		}
+
+		list, err := e.s.ListKeys(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, k := range list {
+			ids = append(ids, k.ID)
+			if k.CreatedAt.IsZero() {
+				t.Errorf("key %s has no createdAt", k.ID)
+			}
+		}
+		if strings.Join(ids, ",") != strings.Join([]string{info1.ID, info2.ID, infoD.ID}, ",") {
+			t.Errorf("ListKeys %v, want oldest first %v %v %v", ids, info1.ID, info2.ID, infoD.ID)
+		}
+
+		// Revoking one key leaves the principal's other keys working.
+		if err := e.s.RevokeKey(c, info1.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := e.s.LookupKey(c, key1); ok {
+			t.Errorf("a revoked key still authenticates")
+		}
+		if p, ok, _ := e.s.LookupKey(c, key2); !ok || p != "carol" {
+			t.Errorf("carol's other key stopped working")
+		}
+		if err := e.s.RevokeKey(c, info1.ID); !errors.Is(err, taskstate.ErrNoSuchKey) {
+			t.Errorf("revoke twice: %v, want ErrNoSuchKey", err)
+		}
+		for _, id := range []string{"", "nope", info1.ID + "0", key2, taskstate.HashKey(key2)} {
+			if err := e.s.RevokeKey(c, id); !errors.Is(err, taskstate.ErrNoSuchKey) {
+				t.Errorf("RevokeKey(%q): %v, want ErrNoSuchKey", id, err)
+			}
+		}
+		if list, _ = e.s.ListKeys(c); len(list) != 2 {
+			t.Errorf("after revoke ListKeys has %d keys, want 2", len(list))
+		}
+		// A stored entry that is not a KeyInfo authenticates nobody.
+		if err := e.b.Client.HSet(c, e.s.Keys().APIKeys(), taskstate.HashKey("junk"), "{not json").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := e.s.LookupKey(c, "junk"); ok || err != nil {
+			t.Errorf("a corrupt entry authenticated: %v %v", ok, err)
+		}
+		if err := e.b.Client.HSet(c, e.s.Keys().APIKeys(), taskstate.HashKey("empty"), `{"id":"x"}`).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := e.s.LookupKey(c, "empty"); ok {
+			t.Errorf("an entry without a principal authenticated")
+		}
+
+		for _, p := range []string{"", "a b", "a:b", "a,b", "a\nb", "a\tb", " ", "\r"} {
+			if _, _, err := e.s.CreateKey(c, p); err == nil {
+				t.Errorf("CreateKey(%q) accepted", p)
+			}
+		}
+	})
+}
+
+func TestAllow(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, fresh(b))
+		c := ctx(t)
+		allow := func(p string, rate float64, burst int) (bool, time.Duration) {
+			t.Helper()
+			ok, w, err := e.s.Allow(c, p, rate, burst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok, w
+		}
+		expect := func(what, p string, rate float64, burst int, wantOK bool, wantWait time.Duration) {
+			t.Helper()
+			ok, w := allow(p, rate, burst)
+			if ok != wantOK || w != wantWait {
+				t.Errorf("%s: Allow = %v wait %v, want %v wait %v", what, ok, w, wantOK, wantWait)
+			}
+		}
+		// 2 per second, burst 3: three at once, then one every 500ms.
+		for i := range 3 {
+			expect("burst "+string(rune('1'+i)), "alice", 2, 3, true, 0)
+		}
+		expect("past the burst", "alice", 2, 3, false, 500*time.Millisecond)
+		expect("refused again", "alice", 2, 3, false, 500*time.Millisecond)
+		e.clock.Advance(250 * time.Millisecond)
+		expect("half a token", "alice", 2, 3, false, 250*time.Millisecond)
+		e.clock.Advance(250 * time.Millisecond)
+		expect("refilled one", "alice", 2, 3, true, 0)
+		expect("empty again", "alice", 2, 3, false, 500*time.Millisecond)
+		// Another principal has a bucket of its own.
+		expect("bob untouched", "bob", 2, 3, true, 0)
+		// A long pause refills to the burst, never beyond.
+		e.clock.Advance(time.Hour)
+		for range 3 {
+			expect("after an hour", "alice", 2, 3, true, 0)
+		}
+		expect("capped at the burst", "alice", 2, 3, false, 500*time.Millisecond)
+		// Slow rates round the wait up to whole milliseconds.
+		expect("slow first", "carol", 0.3, 1, true, 0)
+		expect("slow refused", "carol", 0.3, 1, false, 3334*time.Millisecond)
+		e.clock.Advance(3334 * time.Millisecond)
+		expect("slow refilled", "carol", 0.3, 1, true, 0)
+		// The bucket is under the principal's tag, and expires when idle.
+		key := e.s.Keys().Rate(taskstate.OwnerTag("alice"))
+		if !strings.Contains(key, "{"+taskstate.OwnerTag("alice")+"}") {
+			t.Errorf("rate key %q lacks the owner's hash tag", key)
+		}
+		if d := e.b.Client.PTTL(c, key).Val(); d <= 0 || d > 3*time.Second {
+			t.Errorf("rate key TTL %v, want about burst/rate + 1s", d)
+		}
+	})
+}
+
+func TestLiveCap(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, fresh(b))
+		c := ctx(t)
+		mk := func(p string, maxLive int, ttlMs *int64) (taskstate.Ref, error) {
+			t.Helper()
+			e.clock.Advance(time.Millisecond)
+			id := taskstate.NewID()
+			rec, err := e.s.Create(c, taskstate.CreateParams{ID: id, Principal: p, Tool: "echo", MaxLive: maxLive, TTLMs: ttlMs})
+			if err != nil {
+				return taskstate.Ref{Owner: taskstate.OwnerTag(p), ID: id}, err
+			}
+			return rec.Ref, nil
+		}
+		must := func(ref taskstate.Ref, err error) taskstate.Ref {
+			t.Helper()
+			if err != nil {
+				t.Fatalf("Create under the cap: %v", err)
+			}
+			return ref
+		}
+		refused := func(what string) {
+			t.Helper()
+			ref, err := mk(principal, 2, nil)
+			if !errors.Is(err, taskstate.ErrLimit) {
+				t.Fatalf("%s: Create at the cap: %v, want ErrLimit", what, err)
+			}
+			if e.exists(t, ref) {
+				t.Fatalf("%s: a refused Create wrote its record", what)
+			}
+			if n := e.b.Client.ZScore(c, e.s.Keys().Tasks(ref.Owner), ref.ID).Err(); n == nil {
+				t.Fatalf("%s: a refused Create indexed its task", what)
+			}
+		}
+		a := must(mk(principal, 2, nil))
+		bRef := must(mk(principal, 2, nil))
+		refused("two live")
+		// Another principal is not held back; no cap is no cap.
+		must(mk("bob", 2, nil))
+		must(mk(principal, 0, nil))
+		refused("three live, the third uncapped")
+
+		// Finish frees a slot (three live: a, bRef and the uncapped one).
+		if err := e.s.Finish(c, a, e.claim(t, a), outcome(proto.StatusCompleted)); err != nil {
+			t.Fatal(err)
+		}
+		must(mk(principal, 3, nil)) // a cap of 3 has room again: a, bRef, the uncapped one, this
+		refused("after finish and a new task")
+		// RequestCancel of a task no worker holds ends it at once and frees a slot.
+		if err := e.s.RequestCancel(c, bRef); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.RequestCancel(c, bRef); err != nil { // idempotent: frees nothing more
+			t.Fatal(err)
+		}
+		if live := e.b.Client.ZCard(c, e.s.Keys().Live(taskstate.OwnerTag(principal))).Val(); live != 2 {
+			t.Fatalf("live after cancel: %d, want 2", live)
+		}
+		must(mk(principal, 3, nil))
+		// A running task's cancel is only a request: the slot frees when it ends.
+		e2, err := e.s.Create(c, taskstate.CreateParams{Principal: "erin", Tool: "echo", MaxLive: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		att := e.claim(t, e2.Ref)
+		if err := e.s.RequestCancel(c, e2.Ref); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.Create(c, taskstate.CreateParams{Principal: "erin", Tool: "echo", MaxLive: 1}); !errors.Is(err, taskstate.ErrLimit) {
+			t.Errorf("cancel requested, still running: %v, want ErrLimit", err)
+		}
+		if err := e.s.Finish(c, e2.Ref, att, outcome(proto.StatusCancelled)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.Create(c, taskstate.CreateParams{Principal: "erin", Tool: "echo", MaxLive: 1}); err != nil {
+			t.Errorf("after the worker stopped: %v", err)
+		}
+
+		// Reap frees the slot of an expired task.
+		f1 := must(mk("frank", 1, ttl(1000)))
+		if _, err := mk("frank", 1, nil); !errors.Is(err, taskstate.ErrLimit) {
+			t.Fatalf("frank at the cap: %v", err)
+		}
+		e.clock.Advance(2 * time.Second)
+		if n, err := e.s.Reap(c); err != nil || n < 1 {
+			t.Fatalf("Reap: %d %v", n, err)
+		}
+		if e.exists(t, f1) {
+			t.Errorf("reaped record still there")
+		}
+		must(mk("frank", 1, nil))
+	})
+}
+
+// TestLiveCapConcurrent: creates racing at the cap never pass it.
+func TestLiveCapConcurrent(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, fresh(b))
+		const n, maxLive = 20, 5
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				_, err := e.s.Create(context.Background(), taskstate.CreateParams{Principal: principal, Tool: "echo", MaxLive: maxLive})
+				errs <- err
+			}()
+		}
+		ok := 0
+		for range n {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case !errors.Is(err, taskstate.ErrLimit):
+				t.Errorf("Create: %v", err)
+			}
+		}
+		if ok != maxLive {
+			t.Errorf("%d creates passed a cap of %d", ok, maxLive)
+		}
+	})
+}
