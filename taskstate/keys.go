@@ -76,3 +76,8 @@ func (k Keys) Live(owner string) string { return k.Prefix + "{" + owner + "}:liv
 
 // Rate is one owner's request token bucket (fields tokens, ts). Type: hash.
 func (k Keys) Rate(owner string) string { return k.Prefix + "{" + owner + "}:rate" }
+
+// Stops is where every task's cancel request and expiry is also announced
+// (payload: the task id), so a worker follows all its running jobs with one
+// subscription instead of one per job. Type: pub/sub channel.
+func (k Keys) Stops() string { return k.Prefix + "stops" }

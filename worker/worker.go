@@ -58,7 +58,10 @@ type Worker struct {
 	mu      sync.Mutex
 	entries map[string]*entry // by ToolDef.Key
 	running bool
-	ready   chan struct{} // closed once the catalog is published and jobs are taken
+	// jobs maps the task id of each running job to its stop function, for
+	// the worker-wide stops subscription.
+	jobs  sync.Map
+	ready chan struct{} // closed once the catalog is published and jobs are taken
 }
 
 // Ready is closed once Run has published the catalog and takes jobs.
@@ -137,6 +140,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	hub := taskstate.NewHub(w.cfg.Redis)
 	defer hub.Close()
+	stops, err := hub.Subscribe(ctx, w.store.Keys().Stops())
+	if err != nil {
+		return fmt.Errorf("worker: subscribe to stops: %w", err)
+	}
+	defer stops.Close()
+	go w.routeStops(ctx, stops)
 	srv := asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
 		Concurrency:       w.cfg.Concurrency,
 		Queues:            queues,
@@ -147,7 +156,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(taskstate.JobType, func(jctx context.Context, t *asynq.Task) error {
-		return w.process(jctx, hub, t.Payload())
+		return w.process(jctx, t.Payload())
 	})
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("worker: start asynq: %w", err)
@@ -200,17 +209,12 @@ func (w *Worker) publish(ctx context.Context) error {
 // process runs one delivery of a task's job. It returns nil when the job is
 // done with (whatever the task's outcome) and an error only when the job
 // should be delivered again (Redis unreachable, worker shutting down).
-func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte) error {
+func (w *Worker) process(ctx context.Context, payload []byte) error {
 	ref, err := taskstate.DecodeJob(payload)
 	if err != nil {
 		w.log.Error("undecodable job payload dropped", "err", err)
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	sub, err := hub.Subscribe(ctx, w.store.Keys().Events(ref))
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
 	claim, err := w.store.Claim(ctx, ref)
 	switch {
 	case err == nil:
@@ -229,7 +233,11 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 	runCtx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	requestCancel := func() { cancelOnce.Do(func() { close(cancel); stopRun(ErrCancelled) }) }
-	go w.watch(runCtx, sub, ref, claim.Attempt, requestCancel, stopRun)
+	// A stop announced before this line is caught by the first heartbeat
+	// (Step checks the record's cancel flag and TTL).
+	w.jobs.Store(ref.ID, requestCancel)
+	defer w.jobs.Delete(ref.ID)
+	go w.watch(runCtx, ref, claim.Attempt, requestCancel, stopRun)
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
@@ -273,20 +281,30 @@ func (w *Worker) process(ctx context.Context, hub *taskstate.Hub, payload []byte
 	return nil
 }
 
-// watch runs beside a job: it turns the task's cancel signal into
-// requestCancel at once, and heartbeats every HeartbeatInterval, which also
+// routeStops turns the worker-wide stops channel (a task id per cancel
+// request or expiry) into the running job's requestCancel at once.
+func (w *Worker) routeStops(ctx context.Context, stops *taskstate.Subscription) {
+	for {
+		select {
+		case id := <-stops.C:
+			if f, ok := w.jobs.Load(id); ok {
+				f.(func())()
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watch runs beside a job and heartbeats every HeartbeatInterval, which
 // catches a cancel whose signal was missed and stops the job (errStop) when
 // the task expired or a newer attempt owns it.
-func (w *Worker) watch(ctx context.Context, sub *taskstate.Subscription, ref taskstate.Ref, attempt int64,
+func (w *Worker) watch(ctx context.Context, ref taskstate.Ref, attempt int64,
 	requestCancel func(), stop context.CancelCauseFunc) {
 	beat := time.NewTicker(w.cfg.HeartbeatInterval)
 	defer beat.Stop()
 	for {
 		select {
-		case p := <-sub.C:
-			if p == taskstate.EventCancel || p == taskstate.EventExpired || proto.TaskStatus(p).Terminal() {
-				requestCancel()
-			}
 		case <-beat.C:
 			err := w.store.Heartbeat(ctx, ref, attempt)
 			switch {

@@ -1,6 +1,6 @@
 -- cancel.lua: a client asks to cancel the task (tasks/cancel).
 -- KEYS[1] task hash   KEYS[2] the owner's live set
--- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id
+-- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id   ARGV[4] stops channel
 -- A task is held while a delivery runs it ('running' is its attempt; claim
 -- sets it, parking and resuming clear it).
 -- Returns OK (flag set and "cancel" published: the worker stops at its next
@@ -23,4 +23,5 @@ if f[5] ~= '1' then
   redis.call('HSET', KEYS[1], 'cancel', 1, 'statusMessage', 'Cancelling', 'lastUpdatedAt', ARGV[1])
 end
 redis.call('PUBLISH', ARGV[2], 'cancel')
+redis.call('PUBLISH', ARGV[4], ARGV[3])
 return OK

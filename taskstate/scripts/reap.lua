@@ -4,7 +4,7 @@
 -- at its new deadline instead.
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's deadline index
 -- KEYS[4] the owner's task index
--- ARGV[1] now (unix ms)   ARGV[2] task id   ARGV[3] events channel
+-- ARGV[1] now (unix ms)   ARGV[2] task id   ARGV[3] events channel   ARGV[4] stops channel
 -- Returns OK (reaped), NOT_FOUND (already gone; index cleaned), or ILLEGAL
 -- (not expired yet; re-indexed).
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs')
@@ -27,4 +27,5 @@ ended(ARGV[2])
 redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('PUBLISH', ARGV[3], 'expired')
+redis.call('PUBLISH', ARGV[4], ARGV[2])
 return OK
