@@ -1,0 +1,212 @@
+package taskstate_test
+
+// Micro-benchmarks of every transition script through its Store method, on
+// miniredis and, when MCPQ_TEST_REDIS_URL is set, on that redis-server.
+// Tasks a script consumes (claim, finish, cancel, input, answer) are made
+// before the timer starts. Run:
+//
+//	go test -run xxx -bench . ./taskstate
+//	MCPQ_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run xxx -bench . ./taskstate
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// benchEach runs fn on miniredis and, when MCPQ_TEST_REDIS_URL is set, on
+// the real server.
+func benchEach(b *testing.B, fn func(b *testing.B, s *taskstate.Store)) {
+	b.Run("miniredis", func(b *testing.B) {
+		be := redistest.Mini(b)
+		fn(b, taskstate.New(be.Client, taskstate.Options{Prefix: be.Prefix}))
+	})
+	if os.Getenv("MCPQ_TEST_REDIS_URL") != "" {
+		b.Run("redis-server", func(b *testing.B) {
+			be := redistest.Real(b)
+			fn(b, taskstate.New(be.Client, taskstate.Options{Prefix: be.Prefix}))
+		})
+	}
+}
+
+// benchParams are the parameters the front end creates a small task with.
+func benchParams() taskstate.CreateParams {
+	ttl := time.Hour.Milliseconds()
+	return taskstate.CreateParams{Principal: "bench@example.com", Tool: "noop", Arguments: json.RawMessage(`{"n":1}`),
+		TTLMs: &ttl, PollIntervalMs: 1000, StatusMessage: "Queued",
+		Capabilities: json.RawMessage(`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)}
+}
+
+// benchStage is how far benchTasks takes each task.
+type benchStage int
+
+const (
+	stageCreated benchStage = iota
+	stageClaimed
+	stageParked
+)
+
+// benchTasks makes n tasks at stage and returns them with their attempts.
+func benchTasks(b *testing.B, s *taskstate.Store, n int, stage benchStage) ([]taskstate.Ref, []int64) {
+	b.Helper()
+	ctx := context.Background()
+	refs, attempts := make([]taskstate.Ref, n), make([]int64, n)
+	for i := range n {
+		rec, err := s.Create(ctx, benchParams())
+		if err != nil {
+			b.Fatal(err)
+		}
+		refs[i] = rec.Ref
+		if stage == stageCreated {
+			continue
+		}
+		c, err := s.Claim(ctx, rec.Ref)
+		if err != nil {
+			b.Fatal(err)
+		}
+		attempts[i] = c.Attempt
+		if stage == stageParked {
+			if err := s.RequestInput(ctx, rec.Ref, c.Attempt, benchInput); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return refs, attempts
+}
+
+var (
+	benchInput   = map[string]json.RawMessage{"confirm": json.RawMessage(`{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object"}}}`)}
+	benchAnswers = map[string]json.RawMessage{"confirm": json.RawMessage(`{"action":"accept","content":{}}`)}
+	benchResult  = json.RawMessage(`{"content":[{"type":"text","text":"ok"}],"resultType":"complete"}`)
+)
+
+func BenchmarkCreate(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Create(ctx, benchParams()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkGet(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, _ := benchTasks(b, s, 1, stageClaimed)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Get(ctx, refs[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkClaim(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, _ := benchTasks(b, s, b.N, stageCreated)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if _, err := s.Claim(ctx, refs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkHeartbeat(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, attempts := benchTasks(b, s, 1, stageClaimed)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.Heartbeat(ctx, refs[0], attempts[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkProgress(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, attempts := benchTasks(b, s, 1, stageClaimed)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := s.Progress(ctx, refs[0], attempts[0], "Rendered frame 7 of 40"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkFinish(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, attempts := benchTasks(b, s, b.N, stageClaimed)
+		out := taskstate.Outcome{Status: proto.StatusCompleted, Result: benchResult, StatusMessage: "Completed"}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if err := s.Finish(ctx, refs[i], attempts[i], out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRequestCancel cancels running tasks (the flag-and-signal path).
+func BenchmarkRequestCancel(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, _ := benchTasks(b, s, b.N, stageClaimed)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if err := s.RequestCancel(ctx, refs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkRequestInput(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, attempts := benchTasks(b, s, b.N, stageClaimed)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if err := s.RequestInput(ctx, refs[i], attempts[i], benchInput); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkAnswer answers a parked task's only request, which resumes it.
+func BenchmarkAnswer(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, _ := benchTasks(b, s, b.N, stageParked)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			res, err := s.Answer(ctx, refs[i], benchAnswers)
+			if err != nil || res.Resume == 0 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+}
