@@ -71,17 +71,24 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 // still return the request, so the error can keep its id.
 func parseRequest(body []byte, maxDepth int) (*proto.Request, error) {
 	body = bytes.TrimSpace(body)
-	if !json.Valid(body) {
-		return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
-	}
-	if d := jsonDepth(body); d > maxDepth {
-		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: JSON nested %d deep, more than %d", d, maxDepth)
-	}
 	if len(body) == 0 || body[0] != '{' {
+		if !json.Valid(body) {
+			return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
+		}
 		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: expected one JSON-RPC object (batches are not supported)")
 	}
+	if d := jsonDepth(body); d > maxDepth {
+		if !json.Valid(body) {
+			return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
+		}
+		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: JSON nested %d deep, more than %d", d, maxDepth)
+	}
+	// One pass: Unmarshal validates the whole body before decoding it.
 	var req proto.Request
-	if err := json.Unmarshal(body, &req); err != nil {
+	var syntax *json.SyntaxError
+	if err := json.Unmarshal(body, &req); errors.As(err, &syntax) {
+		return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
+	} else if err != nil {
 		// Salvage the id for the error response when it is readable.
 		var idOnly struct {
 			ID json.RawMessage `json:"id"`
@@ -181,12 +188,12 @@ func (s *Server) dispatch(c *call) (any, error) {
 	if !ok {
 		return nil, proto.NewError(proto.CodeMethodNotFound, "Method not found: %s", c.req.Method)
 	}
-	meta, err := checkMeta(c.req.Params)
+	meta, names, err := checkMeta(c.req.Params)
 	if err != nil {
 		return nil, err
 	}
 	c.meta = meta
-	if err := checkHeaders(c.httpReq.Header, c.req, meta); err != nil {
+	if err := checkHeaders(c.httpReq.Header, c.req, meta, names); err != nil {
 		return nil, err
 	}
 	if err := checkVersion(meta); err != nil {

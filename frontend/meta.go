@@ -21,32 +21,49 @@ func badMeta(format string, args ...any) error {
 	return withStatus(proto.NewError(proto.CodeInvalidParams, format, args...), http.StatusBadRequest)
 }
 
+// routing is what the transport checks read from params, decoded once:
+// the _meta and the names the Mcp-Name header must match (kept raw, so a
+// wrongly typed name is the method's error, not the envelope's).
+type routing struct {
+	Meta   json.RawMessage `json:"_meta"`
+	Name   json.RawMessage `json:"name"`
+	URI    json.RawMessage `json:"uri"`
+	TaskID json.RawMessage `json:"taskId"`
+}
+
+// str is a raw JSON string's value ("" for anything else).
+func str(raw json.RawMessage) string {
+	var v string
+	if len(raw) > 0 && raw[0] == '"' {
+		_ = json.Unmarshal(raw, &v)
+	}
+	return v
+}
+
 // checkMeta decodes the required per-request _meta: -32602 (HTTP 400) when
 // it or a required key is missing or malformed.
-func checkMeta(params json.RawMessage) (*proto.RequestMeta, error) {
-	var p struct {
-		Meta json.RawMessage `json:"_meta"`
-	}
+func checkMeta(params json.RawMessage) (*proto.RequestMeta, *routing, error) {
+	var p routing
 	if len(params) == 0 || string(params) == "null" {
-		return nil, badMeta("Invalid params: params._meta is required")
+		return nil, nil, badMeta("Invalid params: params._meta is required")
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, badMeta("Invalid params: %v", err)
+		return nil, nil, badMeta("Invalid params: %v", err)
 	}
 	if len(p.Meta) == 0 || string(p.Meta) == "null" {
-		return nil, badMeta("Invalid params: params._meta is required")
+		return nil, nil, badMeta("Invalid params: params._meta is required")
 	}
 	var m proto.RequestMeta
 	if err := json.Unmarshal(p.Meta, &m); err != nil {
-		return nil, badMeta("Invalid params: _meta: %v", err)
+		return nil, nil, badMeta("Invalid params: _meta: %v", err)
 	}
 	if m.ProtocolVersion == "" {
-		return nil, badMeta("Invalid params: _meta[%q] is required", proto.MetaProtocolVersion)
+		return nil, nil, badMeta("Invalid params: _meta[%q] is required", proto.MetaProtocolVersion)
 	}
 	if m.ClientCapabilities == nil {
-		return nil, badMeta("Invalid params: _meta[%q] is required", proto.MetaClientCapabilities)
+		return nil, nil, badMeta("Invalid params: _meta[%q] is required", proto.MetaClientCapabilities)
 	}
-	return &m, nil
+	return &m, &p, nil
 }
 
 // checkVersion answers -32022 for a protocol version mcpq does not serve.
@@ -66,28 +83,20 @@ func headerMismatch(format string, args ...any) error {
 
 // checkHeaders holds the routing headers to the body: MCP-Protocol-Version,
 // Mcp-Method and, where the method names something, Mcp-Name.
-func checkHeaders(h http.Header, req *proto.Request, meta *proto.RequestMeta) error {
+func checkHeaders(h http.Header, req *proto.Request, meta *proto.RequestMeta, names *routing) error {
 	if err := matchHeader(h, headerProtocolVersion, meta.ProtocolVersion); err != nil {
 		return err
 	}
 	if err := matchHeader(h, headerMethod, req.Method); err != nil {
 		return err
 	}
-	var names struct {
-		Name   string `json:"name"`
-		URI    string `json:"uri"`
-		TaskID string `json:"taskId"`
-	}
 	switch req.Method {
 	case proto.MethodToolsCall, proto.MethodPromptsGet:
-		_ = json.Unmarshal(req.Params, &names)
-		return matchHeader(h, headerName, names.Name)
+		return matchHeader(h, headerName, str(names.Name))
 	case proto.MethodResourcesRead:
-		_ = json.Unmarshal(req.Params, &names)
-		return matchHeader(h, headerName, names.URI)
+		return matchHeader(h, headerName, str(names.URI))
 	case proto.MethodTasksGet, proto.MethodTasksUpd, proto.MethodTasksCncl:
-		_ = json.Unmarshal(req.Params, &names)
-		return matchHeader(h, headerName, names.TaskID)
+		return matchHeader(h, headerName, str(names.TaskID))
 	}
 	return nil
 }
