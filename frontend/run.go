@@ -52,7 +52,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		return nil, proto.MissingTasksExtension()
 	}
 	owner := taskstate.OwnerTag(c.principal)
-	bind := binding(inv.method, inv.name, inv.args)
+	bind := func() string { return binding(inv.method, inv.name, inv.args) } // only MRTR needs it
 
 	var (
 		ref taskstate.Ref
@@ -61,7 +61,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		err error
 	)
 	if inv.state != nil {
-		st, err := s.verifyState(*inv.state, owner, bind, s.cfg.Clock())
+		st, err := s.verifyState(*inv.state, owner, bind(), s.cfg.Clock())
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +118,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 
 	switch {
 	case rec.Status == proto.StatusInputRequired:
-		return s.askInput(ctx, c, rec, bind)
+		return s.askInput(ctx, c, rec, bind())
 	case policy == taskstate.PolicyTask:
 		return createTaskResult(rec), nil
 	case rec.Status.Terminal():
