@@ -6,11 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
@@ -19,102 +17,43 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// bound is the failure bound of every wait.
-const bound = 10 * time.Second
-
-// env is a real worker serving the pack on miniredis.
+// env is a real worker serving the pack's Tasks fixtures on miniredis.
 type env struct {
-	store  *taskstate.Store
-	client *asynq.Client
-	hub    *taskstate.Hub
+	*workertest.Env
 	queues map[string]string
 }
 
 func start(t *testing.T) *env {
 	t.Helper()
-	b := redistest.Mini(t)
 	tools := conformance.Tools()
-	w, err := worker.New(worker.Config{Redis: b.Client, Prefix: b.Prefix, TaskCheckInterval: 10 * time.Millisecond}, tools...)
-	if err != nil {
-		t.Fatalf("worker.New: %v", err)
-	}
-	e := &env{store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix}),
-		client: asynq.NewClientFromRedisClient(b.Client), hub: taskstate.NewHub(b.Client), queues: map[string]string{}}
+	e := &env{queues: map[string]string{}}
 	for _, tl := range tools {
 		e.queues[tl.Name] = tl.Queue
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(bound):
-			t.Errorf("Run did not return after cancel")
-		}
-		e.hub.Close()
+	e.Env = workertest.Start(t, redistest.Mini(t), func(_ context.Context, cfg worker.Config) (*worker.Worker, error) {
+		return worker.New(cfg, tools...)
 	})
 	return e
 }
 
-type task struct {
-	ref taskstate.Ref
-	sub *taskstate.Subscription
-}
+type task = *workertest.Task
 
-// call creates the task, subscribes to its events and enqueues its job as
-// the front end does.
+// call submits a task for tool as the front end does.
 func (e *env) call(t *testing.T, tool, args string) task {
 	t.Helper()
-	ctx := context.Background()
-	rec, err := e.store.Create(ctx, taskstate.CreateParams{Principal: "conformance", Tool: tool, Arguments: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	sub, err := e.hub.Subscribe(ctx, e.store.Keys().Events(rec.Ref))
-	if err != nil {
-		t.Fatalf("Subscribe: %v", err)
-	}
-	t.Cleanup(sub.Close)
-	q := e.queues[tool]
-	if q == "" {
-		q = worker.DefaultQueue
-	}
-	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(rec.Ref))
-	if _, err := e.client.Enqueue(job, asynq.TaskID(rec.Ref.ID), asynq.Queue(e.store.Keys().Queue(q))); err != nil {
-		t.Fatalf("Enqueue: %v", err)
-	}
-	return task{ref: rec.Ref, sub: sub}
+	return e.Submit(t, taskstate.CreateParams{Principal: "conformance", Tool: tool, Arguments: json.RawMessage(args)},
+		e.queues[tool])
 }
 
 // wait reads the record now and after every event until ok accepts it.
 func (e *env) wait(t *testing.T, tk task, what string, ok func(*taskstate.Record) bool) *taskstate.Record {
 	t.Helper()
-	timeout := time.NewTimer(bound)
-	defer timeout.Stop()
-	var last *taskstate.Record
-	for {
-		if rec, err := e.store.Get(context.Background(), tk.ref); err == nil {
-			last = rec
-			if ok(rec) {
-				return rec
-			}
-		}
-		select {
-		case <-tk.sub.C:
-		case <-timeout.C:
-			t.Fatalf("no %s within %v; last record %+v", what, bound, last)
-		}
-	}
+	return e.Wait(t, tk, what, ok, nil)
 }
 
 func (e *env) terminal(t *testing.T, tk task) *taskstate.Record {
 	t.Helper()
-	return e.wait(t, tk, "terminal status", func(r *taskstate.Record) bool { return r.Status.Terminal() })
+	return e.Terminal(t, tk)
 }
 
 // TestTools: the pack's definitions are what docs/conformance.md relies on.
@@ -134,7 +73,7 @@ func TestTools(t *testing.T) {
 	if rec := e.terminal(t, e.call(t, "greet", `{"name":"x"}`)); rec.Status != proto.StatusCompleted {
 		t.Fatalf("greet ended %s", rec.Status)
 	}
-	defs, err := e.store.Tools(context.Background())
+	defs, err := e.Store.Tools(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +173,7 @@ func TestSlowComputeProgressAndCancel(t *testing.T) {
 	if rec.Status != proto.StatusWorking {
 		t.Fatalf("status with progress %q = %s", rec.StatusMessage, rec.Status)
 	}
-	if err := e.store.RequestCancel(context.Background(), tk.ref); err != nil {
+	if err := e.Store.RequestCancel(context.Background(), tk.Ref); err != nil {
 		t.Fatalf("RequestCancel: %v", err)
 	}
 	rec = e.terminal(t, tk)

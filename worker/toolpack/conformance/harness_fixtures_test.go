@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
@@ -22,7 +21,7 @@ import (
 
 // fxBound is the failure bound of every wait in the fixture tests: it only
 // decides how long a broken build takes to fail, never whether one passes.
-const fxBound = 15 * time.Second
+const fxBound = workertest.Bound
 
 // Client capabilities the fixture tests create tasks with.
 const (
@@ -31,50 +30,31 @@ const (
 )
 
 // fxEnv is a real worker serving the whole pack (Register) on miniredis,
-// driven the way the front end drives it: task records through taskstate,
-// jobs through asynq, progress through the task's events.
+// driven the way the front end drives it (internal/workertest).
 type fxEnv struct {
-	rdb    *redis.Client
-	store  *taskstate.Store
-	client *asynq.Client
-	hub    *taskstate.Hub
+	*workertest.Env
+	rdb   *redis.Client
+	store *taskstate.Store
+	hub   *taskstate.Hub
 }
 
 func fxStart(t *testing.T) *fxEnv {
 	t.Helper()
 	b := redistest.Mini(t)
-	w, err := worker.New(worker.Config{Redis: b.Client, Prefix: b.Prefix, TaskCheckInterval: 10 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("worker.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := conformance.Register(ctx, w); err != nil {
-		cancel()
-		t.Fatalf("Register: %v", err)
-	}
-	e := &fxEnv{rdb: b.Client, store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix}),
-		client: asynq.NewClientFromRedisClient(b.Client), hub: taskstate.NewHub(b.Client)}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(fxBound):
-			t.Errorf("Run did not return after cancel")
+	env := workertest.Start(t, b, func(ctx context.Context, cfg worker.Config) (*worker.Worker, error) {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		w, err := worker.New(cfg)
+		if err != nil {
+			return nil, err
 		}
-		e.hub.Close()
-		e.client.Close()
+		return w, conformance.Register(ctx, w)
 	})
-	return e
+	return &fxEnv{Env: env, rdb: b.Client, store: env.Store, hub: env.Hub}
 }
 
 // fxTask is one task the test created, with what its events carried.
 type fxTask struct {
+	*workertest.Task
 	ref taskstate.Ref
 	sub *taskstate.Subscription
 	// notes are the notifications (progress, log) the worker published.
@@ -86,64 +66,37 @@ type fxTask struct {
 // subscribes to its events and enqueues its job.
 func (e *fxEnv) run(t *testing.T, key, args, caps string) *fxTask {
 	t.Helper()
-	ctx := context.Background()
-	ref := taskstate.Ref{Owner: taskstate.OwnerTag("conformance"), ID: taskstate.NewID()}
-	sub, err := e.hub.Subscribe(ctx, e.store.Keys().Events(ref))
-	if err != nil {
-		t.Fatalf("Subscribe: %v", err)
-	}
-	t.Cleanup(sub.Close)
-	_, err = e.store.Create(ctx, taskstate.CreateParams{ID: ref.ID, Principal: "conformance", Tool: key,
-		Arguments: json.RawMessage(args), Capabilities: json.RawMessage(caps)})
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	tk := &fxTask{ref: ref, sub: sub}
-	e.enqueue(t, tk, 0)
-	return tk
+	tk := e.Submit(t, taskstate.CreateParams{Principal: "conformance", Tool: key,
+		Arguments: json.RawMessage(args), Capabilities: json.RawMessage(caps)}, "")
+	return &fxTask{Task: tk, ref: tk.Ref, sub: tk.Sub}
 }
 
 // enqueue puts the task's job on the queue; resume > 0 numbers a
 // resumption after input, as the front end does.
 func (e *fxEnv) enqueue(t *testing.T, tk *fxTask, resume int64) {
 	t.Helper()
-	id := tk.ref.ID
-	if resume > 0 {
-		id += "#" + strconv.FormatInt(resume, 10)
-	}
-	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(tk.ref))
-	if _, err := e.client.Enqueue(job, asynq.TaskID(id), asynq.Queue(e.store.Keys().Queue(worker.DefaultQueue))); err != nil {
-		t.Fatalf("Enqueue %s: %v", id, err)
-	}
+	e.Enqueue(t, tk.ref, "", resume)
 }
 
 // await reads the record now and after every event until ok accepts it,
 // keeping the notifications the events carried.
 func (e *fxEnv) await(t *testing.T, tk *fxTask, what string, ok func(*taskstate.Record) bool) *taskstate.Record {
 	t.Helper()
-	timeout := time.NewTimer(fxBound)
-	defer timeout.Stop()
-	var last *taskstate.Record
-	for {
-		if rec, err := e.store.Get(context.Background(), tk.ref); err == nil {
-			last = rec
-			if ok(rec) {
-				return rec
-			}
-		}
-		select {
-		case ev := <-tk.sub.C:
-			if raw, isNote := taskstate.IsNotification(ev); isNote {
-				var n proto.Request
-				if err := json.Unmarshal([]byte(raw), &n); err != nil {
-					t.Fatalf("notification %s: %v", raw, err)
-				}
-				tk.notes = append(tk.notes, n)
-			}
-		case <-timeout.C:
-			t.Fatalf("no %s within %v; last record %+v", what, fxBound, last)
-		}
+	return e.Wait(t, tk.Task, what, ok, func(ev string) { tk.note(t, ev) })
+}
+
+// note keeps ev when it is a notification.
+func (tk *fxTask) note(t *testing.T, ev string) {
+	t.Helper()
+	raw, isNote := taskstate.IsNotification(ev)
+	if !isNote {
+		return
 	}
+	var n proto.Request
+	if err := json.Unmarshal([]byte(raw), &n); err != nil {
+		t.Fatalf("notification %s: %v", raw, err)
+	}
+	tk.notes = append(tk.notes, n)
 }
 
 // drain reads the task's events up to the one announcing its terminal
@@ -157,12 +110,8 @@ func (e *fxEnv) drain(t *testing.T, tk *fxTask) *taskstate.Record {
 	for {
 		select {
 		case ev := <-tk.sub.C:
-			if raw, isNote := taskstate.IsNotification(ev); isNote {
-				var n proto.Request
-				if err := json.Unmarshal([]byte(raw), &n); err != nil {
-					t.Fatalf("notification %s: %v", raw, err)
-				}
-				tk.notes = append(tk.notes, n)
+			if _, isNote := taskstate.IsNotification(ev); isNote {
+				tk.note(t, ev)
 				continue
 			}
 			if proto.TaskStatus(ev).Terminal() {
