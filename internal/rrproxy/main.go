@@ -25,6 +25,10 @@ func main() {
 		}
 		p := httputil.NewSingleHostReverseProxy(u)
 		p.FlushInterval = -1
+		// A fresh backend connection per request: a pooled one that the
+		// backend is closing at the same moment cut a response short once
+		// (the client saw "terminated"), and this proxy is for tests, not speed.
+		p.Transport = &http.Transport{DisableKeepAlives: true}
 		backends = append(backends, p)
 	}
 	if len(backends) == 0 {
