@@ -101,6 +101,9 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 		CancelRequested: f["cancel"] == "1",
 		Heartbeat:       parseMs(f["heartbeat"]),
 	}
+	if r.LastUpdatedAt.IsZero() { // not written until the first change
+		r.LastUpdatedAt = r.CreatedAt
+	}
 	if v := f["ttlMs"]; v != "" {
 		ttl, _ := strconv.ParseInt(v, 10, 64)
 		r.TTLMs = &ttl
@@ -114,6 +117,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	if v := f["result"]; v != "" {
 		r.Result = json.RawMessage(v)
 	}
+	r.Capabilities = json.RawMessage("{}") // not written when empty
 	if v := f["caps"]; v != "" {
 		r.Capabilities = json.RawMessage(v)
 	}

@@ -10,12 +10,13 @@
 if redis.call('EXISTS', KEYS[1]) == 1 then return EXISTS end
 if not allowed('', 'working') then return ILLEGAL end
 if tonumber(ARGV[12]) > 0 and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[12]) then return LIMIT end
-redis.call('HSET', KEYS[1],
-  'status', 'working', 'statusMessage', ARGV[7],
-  'createdAt', ARGV[1], 'lastUpdatedAt', ARGV[1],
-  'ttlMs', ARGV[5], 'pollIntervalMs', ARGV[6],
-  'owner', ARGV[2], 'tool', ARGV[3], 'arguments', ARGV[4],
-  'attempt', 0, 'running', 0, 'cancel', 0, 'caps', ARGV[9])
+-- Only what differs from a default is written: attempt, running and cancel
+-- read as 0, lastUpdatedAt as createdAt, ttlMs and caps as absent.
+local fields = {'status', 'working', 'statusMessage', ARGV[7], 'createdAt', ARGV[1],
+  'pollIntervalMs', ARGV[6], 'owner', ARGV[2], 'tool', ARGV[3], 'arguments', ARGV[4]}
+if ARGV[5] ~= '' then fields[#fields + 1] = 'ttlMs'; fields[#fields + 1] = ARGV[5] end
+if ARGV[9] ~= '{}' then fields[#fields + 1] = 'caps'; fields[#fields + 1] = ARGV[9] end
+redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[8] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[8]) end
 if ARGV[11] ~= '' then redis.call('ZADD', KEYS[3], ARGV[11], ARGV[10]) end
 redis.call('ZADD', KEYS[2], ARGV[1], ARGV[10])

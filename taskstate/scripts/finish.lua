@@ -10,7 +10,7 @@ local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt'
 if not f[1] then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
-if f[4] ~= ARGV[2] then return STALE end
+if (f[4] or '0') ~= ARGV[2] then return STALE end
 if not terminal(ARGV[3]) or not allowed(f[1], ARGV[3]) then return ILLEGAL end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], ARGV[4], ARGV[5]) end

@@ -9,7 +9,7 @@ local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs',
 if not f[1] then return NOT_FOUND end
 if expired(f[3], f[4], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
-if f[5] ~= ARGV[2] then return STALE end
+if (f[5] or '0') ~= ARGV[2] then return STALE end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1])
 if f[2] == '1' then return CANCELLED end
 return OK

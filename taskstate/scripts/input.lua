@@ -12,7 +12,7 @@ local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt'
 if not f[1] then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
-if f[4] ~= ARGV[2] then return STALE end
+if (f[4] or '0') ~= ARGV[2] then return STALE end
 if f[5] == '1' then return CANCELLED end
 if not allowed(f[1], 'input_required') then return ILLEGAL end
 local n = 0

@@ -9,7 +9,7 @@ local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt'
 if not f[1] then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
-if ARGV[2] ~= '' and f[4] ~= ARGV[2] then return STALE end
+if ARGV[2] ~= '' and (f[4] or '0') ~= ARGV[2] then return STALE end
 local deadline = tonumber(f[2]) + tonumber(ARGV[3])
 if deadline <= tonumber(ARGV[1]) then return ILLEGAL end
 redis.call('HSET', KEYS[1], 'ttlMs', ARGV[3], 'lastUpdatedAt', ARGV[1])
