@@ -23,7 +23,9 @@ type Config struct {
 	Redis redis.UniversalClient
 	// Prefix is the key prefix (default taskstate.DefaultPrefix).
 	Prefix string
-	// Enqueuer enqueues jobs (default: an asynq client on Redis).
+	// Enqueuer enqueues jobs (default: an asynq client on Redis whose
+	// enqueues go out in one round trip with the task record; see
+	// taskstate.JobCapture).
 	Enqueuer Enqueuer
 	// Auth authenticates requests (default: everyone is the "anonymous"
 	// principal, as in mcpq dev without keys).
@@ -81,9 +83,6 @@ const Version = "0.1.0"
 func (c *Config) setDefaults() error {
 	if c.Redis == nil {
 		return errors.New("frontend: Config.Redis is required")
-	}
-	if c.Enqueuer == nil {
-		c.Enqueuer = asynq.NewClientFromRedisClient(c.Redis)
 	}
 	if len(c.AllowedOrigins) == 0 {
 		c.AllowedOrigins = []string{"localhost", "127.0.0.1", "[::1]", "::1"}

@@ -84,15 +84,11 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			defer sub.Close()
 		}
 		caps, _ := json.Marshal(c.meta.ClientCapabilities)
-		rec, err = s.store.Create(ctx, taskstate.CreateParams{
+		if rec, err = s.create(ctx, taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: "Queued", Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
-		})
-		if err != nil {
-			return nil, err
-		}
-		if err := s.enqueue(ctx, rec, inv.def, 0); err != nil {
+		}, inv.def); err != nil {
 			return nil, err
 		}
 		if handOut {
@@ -286,24 +282,61 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 // enqueue puts the task's job on its entry's queue. The asynq task id is
 // the task id (plus the resume number for a resumed task), so a repeated
 // enqueue is a harmless conflict.
+// create writes a new task's record and enqueues its job. With the default
+// enqueuer both go to Redis in one round trip (taskstate.JobCapture): the
+// enqueue is captured first and sent in the same pipeline, after the record.
+func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *taskstate.ToolDef) (*taskstate.Record, error) {
+	ref := taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}
+	if s.captureJobs {
+		cctx, job := taskstate.CaptureJob(ctx)
+		if err := s.submit(cctx, ref, def, 0); err != nil {
+			return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
+		}
+		p.Job = job
+	}
+	rec, err := s.store.Create(ctx, p)
+	var jobErr *taskstate.JobError
+	switch {
+	case errors.As(err, &jobErr):
+		s.unscheduled(ctx, rec)
+		return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
+	case err != nil:
+		return nil, err
+	case p.Job.Captured():
+		return rec, nil
+	}
+	return rec, s.enqueue(ctx, rec, def, 0)
+}
+
+// enqueue puts the task's job on its queue; an id conflict means it is
+// there already. A first run that cannot be enqueued fails the task.
 func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskstate.ToolDef, resume int64) error {
-	// asynq's timeout is only a backstop: the record's TTL (which a handler
-	// may extend up to MaxTTL) is what stops a job, through its heartbeats.
-	timeout := s.cfg.MaxTTL + time.Minute
-	id := taskstate.JobID(rec.Ref, resume)
-	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(rec.Ref))
-	_, err := s.cfg.Enqueuer.EnqueueContext(ctx, job, asynq.TaskID(id), asynq.Queue(s.store.Keys().Queue(def.Queue)),
-		asynq.MaxRetry(jobMaxRetry), asynq.Timeout(timeout))
+	err := s.submit(ctx, rec.Ref, def, resume)
 	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil
 	}
 	if resume == 0 {
-		// Nothing will run it: end the record rather than leave it working.
-		_ = s.store.Finish(context.WithoutCancel(ctx), rec.Ref, 0, taskstate.Outcome{
-			Status: proto.StatusFailed, StatusMessage: "Could not be scheduled",
-			Error: proto.NewError(proto.CodeInternalError, "Internal error: the task could not be scheduled")})
+		s.unscheduled(ctx, rec)
 	}
 	return fmt.Errorf("enqueue task %s: %w", rec.Ref.ID, err)
+}
+
+// submit hands the job of ref's run number resume to the enqueuer.
+func (s *Server) submit(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef, resume int64) error {
+	// asynq's timeout is only a backstop: the record's TTL (which a handler
+	// may extend up to MaxTTL) is what stops a job, through its heartbeats.
+	timeout := s.cfg.MaxTTL + time.Minute
+	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref))
+	_, err := s.cfg.Enqueuer.EnqueueContext(ctx, job, asynq.TaskID(taskstate.JobID(ref, resume)),
+		asynq.Queue(s.store.Keys().Queue(def.Queue)), asynq.MaxRetry(jobMaxRetry), asynq.Timeout(timeout))
+	return err
+}
+
+// unscheduled ends a new record nothing will run, rather than leave it working.
+func (s *Server) unscheduled(ctx context.Context, rec *taskstate.Record) {
+	_ = s.store.Finish(context.WithoutCancel(ctx), rec.Ref, 0, taskstate.Outcome{
+		Status: proto.StatusFailed, StatusMessage: "Could not be scheduled",
+		Error: proto.NewError(proto.CodeInternalError, "Internal error: the task could not be scheduled")})
 }
 
 // ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is unlimited.

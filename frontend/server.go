@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -25,6 +27,9 @@ type Server struct {
 	log        *slog.Logger
 	resultMeta proto.ResultMeta
 	methods    map[string]method
+	// captureJobs: the enqueuer is the default asynq client on a
+	// taskstate.JobCapture, so a create sends record and job together.
+	captureJobs bool
 }
 
 // method serves one JSON-RPC method.
@@ -46,6 +51,10 @@ func (c *call) tasksDeclared() bool {
 
 // New returns a Server. Close releases its pub/sub connection.
 func New(cfg Config) (*Server, error) {
+	captureJobs := cfg.Enqueuer == nil && cfg.Redis != nil
+	if captureJobs {
+		cfg.Enqueuer = asynq.NewClientFromRedisClient(taskstate.NewJobCapture(cfg.Redis))
+	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -60,14 +69,15 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{
-		stateKey:   key,
-		draining:   make(chan struct{}),
-		cfg:        cfg,
-		store:      store,
-		hub:        taskstate.NewHub(cfg.Redis),
-		catalog:    newCatalog(store, cfg.CatalogTTL),
-		log:        cfg.Logger,
-		resultMeta: proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
+		stateKey:    key,
+		draining:    make(chan struct{}),
+		cfg:         cfg,
+		store:       store,
+		hub:         taskstate.NewHub(cfg.Redis),
+		catalog:     newCatalog(store, cfg.CatalogTTL),
+		log:         cfg.Logger,
+		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
+		captureJobs: captureJobs,
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,

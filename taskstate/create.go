@@ -31,6 +31,12 @@ type CreateParams struct {
 	// MaxLive caps the owner's tasks that have not ended (0: no cap);
 	// Create answers ErrLimit at the cap.
 	MaxLive int
+	// Job, when an enqueue was captured into it (CaptureJob), is sent in
+	// the same round trip, after the record. When the record is written but
+	// the job is not, Create returns the record and a *JobError. When the
+	// record is refused (ErrLimit, ErrExists) the job may still be queued; a
+	// worker's claim finds no record and drops it.
+	Job *Job
 }
 
 // Create writes a new task record in status working with a fresh id and
@@ -67,14 +73,24 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	err := s.runKeys(ctx, createScript, []string{s.keys.Task(ref), s.keys.Live(ref.Owner),
-		s.keys.Deadlines(ref.Owner), s.keys.Tasks(ref.Owner)}, ms, p.Principal,
-		p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt, string(caps), ref.ID, deadline, p.MaxLive)
+	keys := []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.Tasks(ref.Owner)}
+	argv := []any{ms, p.Principal, p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt,
+		string(caps), ref.ID, deadline, p.MaxLive}
+	var err, jobErr error
+	if p.Job.Captured() {
+		err, jobErr = s.runWithJob(ctx, p.Job, keys, argv...)
+	} else {
+		err = s.runKeys(ctx, createScript, keys, argv...)
+	}
 	if err != nil {
 		return nil, err
 	}
 	t := time.UnixMilli(ms)
-	return &Record{Ref: ref, Status: proto.StatusWorking, StatusMessage: p.StatusMessage, CreatedAt: t,
+	rec := &Record{Ref: ref, Status: proto.StatusWorking, StatusMessage: p.StatusMessage, CreatedAt: t,
 		LastUpdatedAt: t, TTLMs: p.TTLMs, PollIntervalMs: p.PollIntervalMs, Principal: p.Principal,
-		Tool: p.Tool, Arguments: args, Capabilities: caps}, nil
+		Tool: p.Tool, Arguments: args, Capabilities: caps}
+	if jobErr != nil {
+		return rec, &JobError{Err: jobErr}
+	}
+	return rec, nil
 }

@@ -1,0 +1,150 @@
+package taskstate
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A new task needs two writes: its record (create.lua) and its asynq job
+// (asynq's enqueue script). Sent one after the other they cost two round
+// trips; JobCapture lets Create send both in one pipeline. asynq's Client
+// runs its enqueue script through the Redis client it was built on; built on
+// a JobCapture, a script call made under a CaptureJob context is recorded
+// instead of sent, and Create pipelines it right after create.lua. Redis runs
+// a connection's commands in order, so the record exists before any worker
+// can dequeue the job.
+
+// Job is one captured script call: an asynq enqueue waiting to be sent.
+type Job struct {
+	sha, src string
+	keys     []string
+	args     []any
+	captured bool
+}
+
+// Captured reports whether an enqueue was recorded into j.
+func (j *Job) Captured() bool { return j != nil && j.captured }
+
+type captureKey struct{}
+
+// CaptureJob returns a context under which the next script call through a
+// JobCapture is recorded into the returned Job rather than run.
+func CaptureJob(ctx context.Context) (context.Context, *Job) {
+	j := &Job{}
+	return context.WithValue(ctx, captureKey{}, j), j
+}
+
+// JobCapture is a Redis client for an asynq.Client whose enqueues Create can
+// pipeline. Every other command, and script calls without a CaptureJob
+// context, go to Redis unchanged.
+type JobCapture struct {
+	redis.UniversalClient
+	// sources maps a script's SHA-1 to its source, learnt from the EVAL
+	// that follows a NOSCRIPT, so Create can resend it after a SCRIPT FLUSH.
+	sources sync.Map
+}
+
+// NewJobCapture wraps rdb.
+func NewJobCapture(rdb redis.UniversalClient) *JobCapture {
+	return &JobCapture{UniversalClient: rdb}
+}
+
+func capturing(ctx context.Context) *Job {
+	j, _ := ctx.Value(captureKey{}).(*Job)
+	if j == nil || j.captured {
+		return nil
+	}
+	return j
+}
+
+// EvalSha records the call under a CaptureJob context.
+func (c *JobCapture) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	j := capturing(ctx)
+	if j == nil {
+		return c.UniversalClient.EvalSha(ctx, sha, keys, args...)
+	}
+	cmd := redis.NewCmd(ctx)
+	src, ok := c.sources.Load(sha)
+	if !ok {
+		cmd.SetErr(redis.ErrNoScript) // redis.Script.Run falls back to EVAL, which carries the source
+
+		return cmd
+	}
+	*j = Job{sha: sha, src: src.(string), keys: keys, args: args, captured: true}
+	cmd.SetVal(int64(1)) // asynq's enqueue script: 1 is "enqueued"; Create reports the real answer
+	return cmd
+}
+
+// Eval records the call under a CaptureJob context and learns the source.
+func (c *JobCapture) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	j := capturing(ctx)
+	if j == nil {
+		return c.UniversalClient.Eval(ctx, src, keys, args...)
+	}
+	sum := sha1.Sum([]byte(src))
+	sha := hex.EncodeToString(sum[:])
+	c.sources.Store(sha, src)
+	*j = Job{sha: sha, src: src, keys: keys, args: args, captured: true}
+	cmd := redis.NewCmd(ctx)
+	cmd.SetVal(int64(1))
+	return cmd
+}
+
+// ErrJobConflict: the captured enqueue found a job with the same id.
+var ErrJobConflict = errors.New("taskstate: a job with this id is already queued")
+
+// JobError is returned by Create when the record was written but its
+// pipelined job was not enqueued.
+type JobError struct{ Err error }
+
+func (e *JobError) Error() string { return "enqueue job: " + e.Err.Error() }
+func (e *JobError) Unwrap() error { return e.Err }
+
+// runWithJob runs create.lua and then the captured job in one pipeline. A
+// NOSCRIPT (after a SCRIPT FLUSH or a Redis restart) resends that script
+// with its source, record first.
+func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ...any) (recErr, jobErr error) {
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		// The two scripts' keys live in different slots, so a cluster
+		// pipeline may run them on two nodes in either order: one at a time.
+		if err := s.runKeys(ctx, createScript, keys, args...); err != nil {
+			return err, nil
+		}
+		return nil, jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), s.rdb, job)
+	}
+	pipe := s.rdb.Pipeline()
+	rc := createScript.EvalSha(ctx, pipe, keys, args...)
+	jc := pipe.EvalSha(ctx, job.sha, job.keys, job.args...)
+	_, _ = pipe.Exec(ctx)
+	if isNoScript(rc.Err()) {
+		rc = createScript.Eval(ctx, s.rdb, keys, args...)
+	}
+	code, err := rc.Int64()
+	if err != nil {
+		return err, nil
+	}
+	return codeErr(code), jobResult(ctx, jc, s.rdb, job)
+}
+
+// jobResult reads the answer of asynq's enqueue script (1 enqueued, 0 the id
+// is taken), resending it with its source after a NOSCRIPT.
+func jobResult(ctx context.Context, jc *redis.Cmd, rdb redis.UniversalClient, job *Job) error {
+	if isNoScript(jc.Err()) {
+		jc = rdb.Eval(ctx, job.src, job.keys, job.args...)
+	}
+	n, err := jc.Int64()
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		return ErrJobConflict
+	}
+	return nil
+}
+
+func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }

@@ -1,0 +1,180 @@
+package taskstate_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// roundTrips counts what a client sends: single commands and pipelines.
+type roundTrips struct{ single, pipelines atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { r.single.Add(1); return next(ctx, cmd) }
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { r.pipelines.Add(1); return next(ctx, cmds) }
+}
+
+// captureEnv is a store and an asynq client on one counted connection pool,
+// the client enqueueing through a JobCapture as the front end's does.
+type captureEnv struct {
+	*env
+	rt      *roundTrips
+	enq     *asynq.Client
+	inspect *asynq.Inspector
+	queue   string
+}
+
+func newCaptureEnv(t *testing.T, b *redistest.Backend) *captureEnv {
+	t.Helper()
+	rdb := redis.NewClient(b.Client.Options())
+	t.Cleanup(func() { _ = rdb.Close() })
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	e := newEnv(t, b)
+	e.s = taskstate.New(rdb, taskstate.Options{Prefix: b.Prefix, Clock: e.clock.Now})
+	return &captureEnv{env: e, rt: rt, enq: asynq.NewClientFromRedisClient(taskstate.NewJobCapture(rdb)),
+		inspect: asynq.NewInspectorFromRedisClient(b.Client), queue: e.s.Keys().Queue("default")}
+}
+
+// capture records the enqueue of the job of ref into a Job.
+func (e *captureEnv) capture(t *testing.T, ref taskstate.Ref) *taskstate.Job {
+	t.Helper()
+	cctx, job := taskstate.CaptureJob(ctx(t))
+	_, err := e.enq.EnqueueContext(cctx, asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref)),
+		asynq.TaskID(ref.ID), asynq.Queue(e.queue))
+	if err != nil {
+		t.Fatalf("captured enqueue: %v", err)
+	}
+	if !job.Captured() {
+		t.Fatal("asynq's enqueue was not captured: it went to Redis before the record")
+	}
+	return job
+}
+
+// queued reports whether the job with id is in the queue.
+func (e *captureEnv) queued(t *testing.T, id string) bool {
+	t.Helper()
+	_, err := e.inspect.GetTaskInfo(e.queue, id)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+		return false
+	}
+	t.Fatalf("GetTaskInfo: %v", err)
+	return false
+}
+
+func TestCreateSendsRecordAndJobInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newCaptureEnv(t, b)
+		// The first capture learns asynq's script source (a NOSCRIPT and an
+		// EVAL, both answered locally) and publishes the queue name once.
+		warm := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: warm.ID, Principal: principal, Tool: "echo",
+			Job: e.capture(t, warm)}); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+
+		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		job := e.capture(t, ref)
+		if e.queued(t, ref.ID) {
+			t.Fatal("a captured enqueue reached Redis before Create")
+		}
+		single, pipes := e.rt.single.Load(), e.rt.pipelines.Load()
+		rec, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo", Job: job})
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		if d1, d2 := e.rt.single.Load()-single, e.rt.pipelines.Load()-pipes; d1 != 0 || d2 != 1 {
+			t.Fatalf("Create sent %d commands and %d pipelines, want one pipeline", d1, d2)
+		}
+		if got := e.get(t, rec.Ref); got.Status != "working" || got.Tool != "echo" {
+			t.Fatalf("record %+v", got)
+		}
+		if !e.queued(t, ref.ID) {
+			t.Fatal("the job is not queued")
+		}
+	})
+}
+
+func TestCreateWithJobAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newCaptureEnv(t, b)
+		warm := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: warm.ID, Principal: principal, Tool: "echo",
+			Job: e.capture(t, warm)}); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		if err := b.Client.ScriptFlush(ctx(t)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo",
+			Job: e.capture(t, ref)}); err != nil {
+			t.Fatalf("Create after SCRIPT FLUSH: %v", err)
+		}
+		if e.get(t, ref).Status != "working" || !e.queued(t, ref.ID) {
+			t.Fatal("record or job missing after SCRIPT FLUSH")
+		}
+	})
+}
+
+func TestCreateWithJobConflict(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newCaptureEnv(t, b)
+		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		// A job with the task's id is queued already (enqueued directly).
+		if _, err := asynq.NewClientFromRedisClient(b.Client).Enqueue(asynq.NewTask(taskstate.JobType, nil),
+			asynq.TaskID(ref.ID), asynq.Queue(e.queue)); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo",
+			Job: e.capture(t, ref)})
+		var jobErr *taskstate.JobError
+		if !errors.As(err, &jobErr) || !errors.Is(err, taskstate.ErrJobConflict) || rec == nil {
+			t.Fatalf("Create = %v, %v; want the record and a JobError wrapping ErrJobConflict", rec, err)
+		}
+		if e.get(t, ref).Status != "working" {
+			t.Fatal("the record was not written")
+		}
+	})
+}
+
+func TestCreateWithJobRefused(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newCaptureEnv(t, b)
+		first := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: first.ID, Principal: principal, Tool: "echo",
+			MaxLive: 1, Job: e.capture(t, first)}); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		_, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo",
+			MaxLive: 1, Job: e.capture(t, ref)})
+		if !errors.Is(err, taskstate.ErrLimit) {
+			t.Fatalf("Create over the cap = %v, want ErrLimit", err)
+		}
+		if _, err := e.s.Get(ctx(t), ref); !errors.Is(err, taskstate.ErrNotFound) {
+			t.Fatalf("refused record: Get = %v, want ErrNotFound", err)
+		}
+		// Its job may be queued; a claim finds no record, so a worker drops it.
+		if _, err := e.s.Claim(ctx(t), ref); !errors.Is(err, taskstate.ErrNotFound) {
+			t.Fatalf("Claim of the refused task = %v, want ErrNotFound", err)
+		}
+	})
+}
