@@ -192,7 +192,7 @@ func (s *Server) dispatch(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.meta = meta
+	c.meta, c.names = meta, names
 	if err := checkHeaders(c.httpReq.Header, c.req, meta, names); err != nil {
 		return nil, err
 	}

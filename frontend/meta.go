@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -24,20 +25,34 @@ func badMeta(format string, args ...any) error {
 // routing is what the transport checks read from params, decoded once:
 // the _meta and the names the Mcp-Name header must match (kept raw, so a
 // wrongly typed name is the method's error, not the envelope's).
+// The same pass keeps the fields tools/call and tasks/* read, so those
+// methods need not decode params again when the fields have the right types.
 type routing struct {
 	Meta   json.RawMessage `json:"_meta"`
 	Name   json.RawMessage `json:"name"`
 	URI    json.RawMessage `json:"uri"`
 	TaskID json.RawMessage `json:"taskId"`
+
+	Arguments      json.RawMessage `json:"arguments"`
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   json.RawMessage `json:"requestState"`
 }
 
 // str is a raw JSON string's value ("" for anything else).
 func str(raw json.RawMessage) string {
-	var v string
-	if len(raw) > 0 && raw[0] == '"' {
-		_ = json.Unmarshal(raw, &v)
-	}
+	v, _ := rawString(raw)
 	return v
+}
+
+// rawString decodes a raw JSON string; ok is false for any other value.
+func rawString(raw json.RawMessage) (v string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : len(raw)-1]; !bytes.ContainsAny(inner, `\"`) {
+		return string(inner), true // no escapes: the common case
+	}
+	return v, json.Unmarshal(raw, &v) == nil
 }
 
 // checkMeta decodes the required per-request _meta: -32602 (HTTP 400) when

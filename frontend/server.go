@@ -41,6 +41,7 @@ type call struct {
 	httpReq   *http.Request
 	principal string
 	meta      *proto.RequestMeta
+	names     *routing // params fields decoded with _meta
 	resp      *responder
 }
 

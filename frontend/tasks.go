@@ -17,7 +17,9 @@ func taskRef(c *call) (taskstate.Ref, error) {
 		return taskstate.Ref{}, proto.MissingTasksExtension()
 	}
 	var p proto.TaskParams
-	if err := decodeParams(c, &p); err != nil {
+	if id, ok := rawString(c.names.TaskID); ok {
+		p.TaskID = id
+	} else if err := decodeParams(c, &p); err != nil { // absent, or not a string: the precise error
 		return taskstate.Ref{}, err
 	}
 	if p.TaskID == "" {

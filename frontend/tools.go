@@ -8,8 +8,8 @@ import (
 )
 
 func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
-	var p proto.CallToolParams
-	if err := decodeParams(c, &p); err != nil {
+	p, err := callParams(c)
+	if err != nil {
 		return nil, err
 	}
 	if p.Name == "" {
@@ -47,4 +47,22 @@ func (s *Server) listTools(ctx context.Context, c *call) (any, error) {
 		CacheHints: proto.CacheHints{TTLMs: listTTLMs, CacheScope: proto.CachePublic},
 		Tools:      tools,
 	}, nil
+}
+
+// callParams reads tools/call params from the fields decoded with _meta;
+// only when one has the wrong type are params decoded again, for the
+// precise error.
+func callParams(c *call) (proto.CallToolParams, error) {
+	var p proto.CallToolParams
+	n := c.names
+	name, nameOK := rawString(n.Name)
+	state, stateOK := rawString(n.RequestState)
+	if nameOK && (stateOK || len(n.RequestState) == 0 || string(n.RequestState) == "null") {
+		p.Name, p.Arguments, p.InputResponses = name, n.Arguments, n.InputResponses
+		if stateOK {
+			p.RequestState = &state
+		}
+		return p, nil
+	}
+	return p, decodeParams(c, &p)
 }

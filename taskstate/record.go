@@ -76,11 +76,20 @@ func (r *Record) Expired(now time.Time) bool {
 }
 
 func parseMs(s string) time.Time {
-	ms, _ := strconv.ParseInt(s, 10, 64)
+	ms := parseInt(s)
 	if ms == 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
+}
+
+// parseInt reads a counter field; absent (or not a number) is 0.
+func parseInt(s string) int64 {
+	if s == "" {
+		return 0 // absent: no strconv error to allocate
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
 }
 
 // decodeRecord reads a record from its HGETALL fields; ok is false for an
@@ -108,9 +117,9 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 		ttl, _ := strconv.ParseInt(v, 10, 64)
 		r.TTLMs = &ttl
 	}
-	r.PollIntervalMs, _ = strconv.ParseInt(f["pollIntervalMs"], 10, 64)
-	r.Attempt, _ = strconv.ParseInt(f["attempt"], 10, 64)
-	r.Running, _ = strconv.ParseInt(f["running"], 10, 64)
+	r.PollIntervalMs = parseInt(f["pollIntervalMs"])
+	r.Attempt = parseInt(f["attempt"])
+	r.Running = parseInt(f["running"])
 	if v := f["arguments"]; v != "" {
 		r.Arguments = json.RawMessage(v)
 	}
@@ -124,7 +133,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	if v := f["checkpoint"]; v != "" {
 		r.Checkpoint = json.RawMessage(v)
 	}
-	r.Resumes, _ = strconv.ParseInt(f["resumes"], 10, 64)
+	r.Resumes = parseInt(f["resumes"])
 	for k, v := range f {
 		if key, ok := strings.CutPrefix(k, "req:"); ok {
 			if r.InputRequests == nil {
