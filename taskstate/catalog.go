@@ -1,6 +1,7 @@
 package taskstate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sort"
@@ -159,7 +160,27 @@ func EncodeJob(ref Ref) []byte {
 
 // DecodeJob reads a payload EncodeJob made.
 func DecodeJob(b []byte) (Ref, error) {
+	// EncodeJob writes {"o":"<owner tag>","id":"<id>"}, neither needing
+	// escapes: read that shape directly, anything else as JSON.
+	const pre, mid, post = `{"o":"`, `","id":"`, `"}`
+	if rest, ok := bytes.CutPrefix(b, []byte(pre)); ok {
+		if owner, id, ok := bytes.Cut(rest, []byte(mid)); ok {
+			if id, ok := bytes.CutSuffix(id, []byte(post)); ok && plain(owner) && plain(id) {
+				return Ref{Owner: string(owner), ID: string(id)}, nil
+			}
+		}
+	}
 	var r Ref
 	err := json.Unmarshal(b, &r)
 	return r, err
+}
+
+// plain reports whether b can stand in a JSON string as is.
+func plain(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

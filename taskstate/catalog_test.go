@@ -139,7 +139,19 @@ func TestJobPayload(t *testing.T) {
 			}
 		})
 	}
-	for _, junk := range []string{"", "not json", "[1,2]", `{"o":1}`} {
+	// Other spellings of the same payload (read as JSON, not by the fast path).
+	for in, want := range map[string]taskstate.Ref{
+		`{"id":"x","o":"p1"}`:         {Owner: "p1", ID: "x"},
+		`{"o":"p1","id":"x","n":"y"}`: {Owner: "p1", ID: "x"},
+		` {"o":"p1","id":"x"}`:        {Owner: "p1", ID: "x"},
+		`{"o":"p\u0031","id":"x"}`:    {Owner: "p1", ID: "x"},
+		`{"o":"p1","id":"x"}`:         {Owner: "p1", ID: "x"},
+	} {
+		if got, err := taskstate.DecodeJob([]byte(in)); err != nil || got != want {
+			t.Errorf("DecodeJob(%s) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, junk := range []string{"", "not json", "[1,2]", `{"o":1}`, `{"o":"p1","id":"x"}x`} {
 		t.Run("junk "+junk, func(t *testing.T) {
 			if _, err := taskstate.DecodeJob([]byte(junk)); err == nil {
 				t.Fatalf("DecodeJob(%q) accepted junk", junk)

@@ -227,7 +227,8 @@ func (w *Worker) process(ctx context.Context, payload []byte) error {
 		return err
 	}
 	rec := claim.Record
-	log := w.log.With("task", ref.ID, "tool", rec.Tool, "attempt", claim.Attempt)
+	// Built only when something is logged: With formats its attributes at once.
+	log := func() *slog.Logger { return w.log.With("task", ref.ID, "tool", rec.Tool, "attempt", claim.Attempt) }
 	cancel := make(chan struct{})
 	var cancelOnce sync.Once
 	runCtx, stopRun := context.WithCancelCause(ctx)
@@ -247,23 +248,23 @@ func (w *Worker) process(ctx context.Context, payload []byte) error {
 	} else {
 		res, herr := w.run(runCtx, e.run, call)
 		if ctx.Err() != nil && !call.cancelRequested() {
-			log.Info("worker stopping: job goes back to the queue")
+			log().Info("worker stopping: job goes back to the queue")
 			return ctx.Err()
 		}
 		if errors.Is(context.Cause(runCtx), errStop) {
 			herr = errStop
 		}
 		if errors.Is(herr, errStop) {
-			log.Info("task no longer ours: stopped without writing")
+			log().Info("task no longer ours: stopped without writing")
 			return nil
 		}
 		if errors.Is(herr, errParked) {
-			log.Debug("task parked for input")
+			log().Debug("task parked for input")
 			return nil
 		}
 		var transient *transientError
 		if errors.As(herr, &transient) && !call.cancelRequested() {
-			log.Warn("job will be retried", "err", herr)
+			log().Warn("job will be retried", "err", herr)
 			return herr
 		}
 		out = outcome(e, res, herr, call.cancelRequested())
@@ -272,12 +273,12 @@ func (w *Worker) process(ctx context.Context, payload []byte) error {
 	if err := w.store.Finish(context.WithoutCancel(ctx), ref, claim.Attempt, out); err != nil {
 		if errors.Is(err, taskstate.ErrTerminal) || errors.Is(err, taskstate.ErrStale) ||
 			errors.Is(err, taskstate.ErrExpired) || errors.Is(err, taskstate.ErrNotFound) {
-			log.Info("outcome not written", "status", out.Status, "reason", err)
+			log().Info("outcome not written", "status", out.Status, "reason", err)
 			return nil
 		}
 		return err
 	}
-	log.Debug("task finished", "status", out.Status)
+	log().Debug("task finished", "status", out.Status)
 	return nil
 }
 
