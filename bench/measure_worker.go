@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,25 +17,37 @@ import (
 // workerThroughput (group 5) drains WorkerJobs pre-enqueued no-op jobs with
 // a bare asynq server and the same number of no-op tasks with mcpq's
 // worker, at each concurrency, and compares jobs per second from the first
-// job handled to the last.
+// job handled to the last. Like groups 1 to 4 it runs in Config.Rounds
+// rounds, each a raw asynq drain then an mcpq drain (each drain with a
+// fresh Redis and a fresh worker child, both sides alike), and reports
+// medians: the median of the per-round ratios, the median round's CPU per
+// job (rounds.go).
 func (s *suite) workerThroughput(ctx context.Context) error {
 	n := s.cfg.WorkerJobs
 	for _, c := range s.cfg.Concurrency {
-		raw, err := s.drain(ctx, RoleAsynqWorker, c, n, func() error { return s.preloadAsynq(ctx, n) })
-		if err != nil {
-			return fmt.Errorf("raw asynq c=%d: %w", c, err)
+		var raws, mqs []*Row
+		for r := range s.cfg.Rounds {
+			raw, err := s.drain(ctx, RoleAsynqWorker, c, n, func() error { return s.preloadAsynq(ctx, n) })
+			if err != nil {
+				return fmt.Errorf("raw asynq c=%d: %w", c, err)
+			}
+			raw.Group, raw.Figure = "5", fmt.Sprintf("raw asynq no-op jobs c=%d", c)
+			s.roundDone(r, raw)
+			raws = append(raws, raw)
+			mq, err := s.drain(ctx, RoleWorker, c, n, func() error {
+				_, err := s.createTasks(ctx, n, 64, true)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("mcpq worker c=%d: %w", c, err)
+			}
+			mq.Group, mq.Figure = "5", fmt.Sprintf("mcpq worker no-op tool c=%d", c)
+			s.roundDone(r, mq)
+			mqs = append(mqs, mq)
 		}
-		raw.Group, raw.Figure = "5", fmt.Sprintf("raw asynq no-op jobs c=%d", c)
-		s.rep.add(raw)
-		mq, err := s.drain(ctx, RoleWorker, c, n, func() error {
-			_, err := s.createTasks(ctx, n, 64, true)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("mcpq worker c=%d: %w", c, err)
-		}
-		mq.Group, mq.Figure = "5", fmt.Sprintf("mcpq worker no-op tool c=%d", c)
-		mq.Baseline, mq.BaselineValue, mq.Target = raw.Figure, raw.Value, &Target{"ratio>=", 0.7}
+		s.rep.add(combine(raws))
+		mq := combine(mqs)
+		mq.compareRows(mqs, raws, &Target{"ratio>=", 0.7})
 		s.rep.add(mq)
 	}
 	return nil
@@ -83,12 +96,14 @@ func (s *suite) drain(ctx context.Context, role string, c, n int, preload func()
 	}
 	span := time.Duration(cnt.LastNs - cnt.FirstNs)
 	rate := float64(cnt.Handled-1) / span.Seconds()
-	note := fmt.Sprintf("%d jobs in %.2f s; CPU per job: worker %.0f µs, redis %.0f µs", cnt.Handled, span.Seconds(),
+	detail := fmt.Sprintf("%d jobs in %.2f s; CPU per job: worker %.0f µs, redis %.0f µs", cnt.Handled, span.Seconds(),
 		cpu.ServerUsPerOp, cpu.RedisUsPerOp)
+	var issue string
 	if cnt.Handled < int64(n) {
-		note += fmt.Sprintf(" (timed out: %d of %d)", cnt.Handled, n)
+		issue = fmt.Sprintf("timed out: %d of %d", cnt.Handled, n)
 	}
-	return &Row{Value: rate, Unit: "jobs/s", CPU: &cpu, Note: note}, nil
+	return &Row{Value: rate, Unit: "jobs/s", CPU: &cpu, Note: strings.Join(nonEmpty(detail, issue), "; "),
+		detail: detail, issue: issue}, nil
 }
 
 // preloadAsynq enqueues n no-op jobs for the bare asynq worker, shaped like

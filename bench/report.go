@@ -44,7 +44,8 @@ type Row struct {
 	// Baseline names the figure the ratio is taken against.
 	Baseline      string  `json:"baseline,omitempty"`
 	BaselineValue float64 `json:"baselineValue,omitempty"`
-	// Ratio is Value / BaselineValue.
+	// Ratio is Value / BaselineValue, or for a row measured in rounds the
+	// median of the per-round ratios.
 	Ratio float64 `json:"ratio,omitempty"`
 	// Target and Met: the issue's target and whether this run meets it.
 	Target *Target `json:"target,omitempty"`
@@ -55,6 +56,14 @@ type Row struct {
 	Stats *Stats `json:"stats,omitempty"`
 	// Note adds context (p99, errors, what was measured).
 	Note string `json:"note,omitempty"`
+	// Rounds are the per-round figures of a row measured in rounds (groups
+	// 1 to 5; see rounds.go): Value, BaselineValue and Ratio are their
+	// medians.
+	Rounds []Round `json:"rounds,omitempty"`
+
+	// detail is one window's note without its trouble, issue the trouble
+	// (errors, a timeout); combine builds a rounds row's note from them.
+	detail, issue string
 }
 
 // Machine describes where the run happened.
@@ -81,7 +90,7 @@ type Report struct {
 
 // add appends a row and returns it.
 func (r *Report) add(row *Row) *Row {
-	if row.BaselineValue != 0 {
+	if row.BaselineValue != 0 && row.Rounds == nil {
 		row.Ratio = row.Value / row.BaselineValue
 	}
 	if row.Target != nil {

@@ -34,6 +34,10 @@ type Config struct {
 	Duration time.Duration `json:"durationNs"`
 	// WorkerJobs is how many jobs each worker-throughput point drains.
 	WorkerJobs int `json:"workerJobs"`
+	// Rounds is how many times groups 1 to 5 measure each figure of a
+	// concurrency, a round measuring all of them back to back; they report
+	// medians of the rounds (rounds.go). Less than 1 counts as 1.
+	Rounds int `json:"rounds"`
 	// Listeners is how many subscriptions/listen streams are open for the
 	// notification measurement; NotifyRate is its events per second.
 	Listeners  int `json:"listeners"`
@@ -77,6 +81,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		cfg.Exe = exe
 	}
+	cfg.Rounds = max(cfg.Rounds, 1)
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return nil, err
@@ -228,12 +233,14 @@ func (s *suite) loadRow(ctx context.Context, group, figure string, c int, server
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", figure, err)
 	}
-	note := fmt.Sprintf("p50 %.2f ms, p99 %.2f ms; CPU per op: server %.0f µs, redis %.0f µs",
+	detail := fmt.Sprintf("p50 %.2f ms, p99 %.2f ms; CPU per op: server %.0f µs, redis %.0f µs",
 		ms(st.P50), ms(st.P99), cpu.ServerUsPerOp, cpu.RedisUsPerOp)
+	var issue string
 	if st.Errors > 0 {
-		note += fmt.Sprintf("; %d errors (%s)", st.Errors, st.FirstError)
+		issue = fmt.Sprintf("%d errors (%s)", st.Errors, st.FirstError)
 	}
-	return &Row{Group: group, Figure: figure, Value: st.Throughput, Unit: "ops/s", CPU: &cpu, Stats: &st, Note: note}, nil
+	return &Row{Group: group, Figure: figure, Value: st.Throughput, Unit: "ops/s", CPU: &cpu, Stats: &st,
+		Note: strings.Join(nonEmpty(detail, issue), "; "), detail: detail, issue: issue}, nil
 }
 
 // sampleMemory samples p's memory every 200 ms until stop is called and

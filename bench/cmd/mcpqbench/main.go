@@ -39,9 +39,10 @@ func run() error {
 	fs := flag.NewFlagSet("mcpqbench", flag.ExitOnError)
 	fs.StringVar(&cfg.RedisURL, "redis", "", "URL of a fresh redis-server the run may flush (required)")
 	conc := fs.String("c", "1,16,64", "load generator concurrencies")
-	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "warm-up before each measured window")
-	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured window of each throughput figure")
-	fs.IntVar(&cfg.WorkerJobs, "worker-jobs", 20000, "jobs drained per worker-throughput figure")
+	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "warm-up before each measured window")
+	fs.DurationVar(&cfg.Duration, "duration", 2*time.Second, "measured window of each throughput figure")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "rounds of groups 1-5 per concurrency; they report the medians of the rounds")
+	fs.IntVar(&cfg.WorkerJobs, "worker-jobs", 20000, "jobs drained per worker-throughput figure (per round)")
 	fs.IntVar(&cfg.Listeners, "listeners", 1000, "open subscriptions/listen streams for the notification figure")
 	fs.IntVar(&cfg.NotifyRate, "notify-rate", 1000, "state changes per second while timing notifications")
 	fs.IntVar(&cfg.CancelTrials, "cancel-trials", 40, "cancels timed per cancel-latency figure")
@@ -54,6 +55,9 @@ func run() error {
 	md := fs.String("markdown", "", "also write the table as Markdown to this file")
 	limit := fs.Duration("limit", 10*time.Minute, "abort measurements still running after this long")
 	_ = fs.Parse(os.Args[1:])
+	if cfg.Rounds < 1 {
+		return fmt.Errorf("-rounds must be at least 1")
+	}
 	if cfg.RedisURL == "" {
 		return fmt.Errorf("-redis is required (scripts/bench starts a fresh redis-server)")
 	}
