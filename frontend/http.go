@@ -83,10 +83,8 @@ func parseRequest(body []byte, maxDepth int) (*proto.Request, error) {
 		}
 		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: JSON nested %d deep, more than %d", d, maxDepth)
 	}
-	// One pass: Unmarshal validates the whole body before decoding it.
 	var req proto.Request
-	var syntax *json.SyntaxError
-	if err := json.Unmarshal(body, &req); errors.As(err, &syntax) {
+	if err := decodeJSON(body, &req); isSyntaxError(err) {
 		return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
 	} else if err != nil {
 		// Salvage the id for the error response when it is readable.
@@ -257,7 +255,7 @@ func (s *Server) writeError(w http.ResponseWriter, id json.RawMessage, err error
 
 // encode marshals a response; one that cannot be encoded becomes an internal error.
 func (s *Server) encode(r proto.Response) []byte {
-	b, err := json.Marshal(r)
+	b, err := encodeJSON(r)
 	if err != nil {
 		s.log.Error("encode response", "err", err)
 		b, _ = json.Marshal(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: r.ID,

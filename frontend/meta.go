@@ -62,14 +62,14 @@ func checkMeta(params json.RawMessage) (*proto.RequestMeta, *routing, error) {
 	if len(params) == 0 || string(params) == "null" {
 		return nil, nil, badMeta("Invalid params: params._meta is required")
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
+	if err := decodeJSON(params, &p); err != nil {
 		return nil, nil, badMeta("Invalid params: %v", err)
 	}
 	if len(p.Meta) == 0 || string(p.Meta) == "null" {
 		return nil, nil, badMeta("Invalid params: params._meta is required")
 	}
 	var m proto.RequestMeta
-	if err := json.Unmarshal(p.Meta, &m); err != nil {
+	if err := decodeJSON(p.Meta, &m); err != nil {
 		return nil, nil, badMeta("Invalid params: _meta: %v", err)
 	}
 	if m.ProtocolVersion == "" {

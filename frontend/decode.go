@@ -1,0 +1,32 @@
+package frontend
+
+import (
+	"errors"
+	"io"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+)
+
+// Every request's two decodes (the JSON-RPC envelope, then params with
+// _meta) and its response go through the v2 implementation of encoding/json
+// (github.com/go-json-experiment/json, the code GOEXPERIMENT=jsonv2 puts
+// behind encoding/json), with encoding/json's own semantics
+// (jsonv1.DefaultOptionsV1): the same values, the same output, read in one
+// pass where encoding/json first validates the whole input and then
+// decodes it.
+var v1 = jsonv1.DefaultOptionsV1()
+
+// decodeJSON unmarshals b into v as encoding/json does.
+func decodeJSON(b []byte, v any) error { return jsonv2.Unmarshal(b, v, v1) }
+
+// encodeJSON marshals v as encoding/json does.
+func encodeJSON(v any) ([]byte, error) { return jsonv2.Marshal(v, v1) }
+
+// isSyntaxError reports whether a decodeJSON error means b was not JSON.
+func isSyntaxError(err error) bool {
+	var syntax *jsontext.SyntacticError
+	var syntaxV1 *jsonv1.SyntaxError
+	return errors.As(err, &syntaxV1) || errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF)
+}
