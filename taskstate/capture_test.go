@@ -36,7 +36,11 @@ type captureEnv struct {
 
 func newCaptureEnv(t *testing.T, b *redistest.Backend) *captureEnv {
 	t.Helper()
-	rdb := redis.NewClient(b.Client.Options())
+	opts, err := redis.ParseURL(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })
 	rt := &roundTrips{}
 	rdb.AddHook(rt)

@@ -12,8 +12,11 @@ if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
 if (f[4] or '0') ~= ARGV[2] then return STALE end
 if not terminal(ARGV[3]) or not allowed(f[1], ARGV[3]) then return ILLEGAL end
-redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], ARGV[4], ARGV[5]) end
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], ARGV[4], ARGV[5])
+else
+  redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
+end
 ended(ARGV[8])
 redis.call('PUBLISH', ARGV[7], ARGV[3])
 return OK
