@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -28,17 +29,68 @@ func (s *suite) redisMemory(ctx context.Context) error {
 		return err
 	}
 	defer fe.stop()
-	if err := s.bytesPerTask(ctx, fe); err != nil {
+	if err := s.bytesPerTask(ctx, fe, 1, ""); err != nil {
+		return err
+	}
+	// The same tasks spread over many principals, as a multi-tenant
+	// deployment has them: each owner's indexes are then small sorted sets.
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	if err := s.publishCatalog(ctx); err != nil {
+		return err
+	}
+	if err := s.bytesPerTask(ctx, fe, memTenants, ""); err != nil {
+		return err
+	}
+	// Once more with Redis keeping hashes of values up to 1 KiB compact
+	// (listpack; the default limit is 64 B, which a result or an asynq
+	// message passes), a redis.conf setting; restored afterwards.
+	prev, err := s.rdb.ConfigGet(ctx, listpackValue).Result()
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.ConfigSet(ctx, listpackValue, "1024").Err(); err != nil {
+		return err
+	}
+	err = s.flush(ctx)
+	if err == nil {
+		err = s.publishCatalog(ctx)
+	}
+	if err == nil {
+		err = s.bytesPerTask(ctx, fe, memTenants, listpackValue+" 1024")
+	}
+	if rerr := s.rdb.ConfigSet(ctx, listpackValue, prev[listpackValue]).Err(); err == nil {
+		err = rerr
+	}
+	if err != nil {
 		return err
 	}
 	return s.liveTasks(ctx, fe)
 }
 
+// listpackValue is the redis.conf setting that bounds a compact hash's values.
+const listpackValue = "hash-max-listpack-value"
+
+// memTenants is how many principals share the tasks of the multi-tenant
+// bytes-per-task figure.
+const memTenants = 1000
+
 // argsLen is the length of the arguments every bench task carries ({}).
 const argsLen = 2
 
-func (s *suite) bytesPerTask(ctx context.Context, fe *proc) error {
+// bytesPerTask creates MemTasks tasks through tools/call, spread evenly
+// over tenants principals, and measures Redis bytes per task while they
+// are queued and once a worker has completed them.
+func (s *suite) bytesPerTask(ctx context.Context, fe *proc, tenants int, setting string) error {
 	n := s.cfg.MemTasks
+	who := "1 principal"
+	if tenants > 1 {
+		who = fmt.Sprintf("%d principals, %d tasks each", tenants, n/tenants)
+	}
+	if setting != "" {
+		who += ", " + setting
+	}
 	// Warm up first (tasks/get of unknown ids), so the front end's Redis
 	// connections and their buffers exist before the baseline is read.
 	unknown := []string{taskstate.NewID()}
@@ -47,23 +99,25 @@ func (s *suite) bytesPerTask(ctx context.Context, fe *proc) error {
 		return err
 	}
 	before := redisUsedMemory(ctx, s.rdb)
-	ids, err := httpCreate(ctx, fe.addr, n, 16)
+	ids, err := httpCreate(ctx, fe.addr, n, 16, tenants)
 	if err != nil {
 		return err
 	}
 	queued := redisUsedMemory(ctx, s.rdb) - before
-	ref := taskstate.Ref{Owner: anonymousOwner, ID: ids[0]}
+	ref := taskstate.Ref{Owner: taskstate.OwnerTag(tenant(0, tenants)), ID: ids[0]}
 	queue := s.keys.Queue(worker.DefaultQueue)
 	rec, _ := s.rdb.MemoryUsage(ctx, s.keys.Task(ref), 0).Result()
 	job, _ := s.rdb.MemoryUsage(ctx, "asynq:{"+queue+"}:t:"+ref.ID, 0).Result()
 	perQueued := float64(queued)/float64(n) - argsLen
-	s.rep.add(&Row{Group: "9", Figure: "Redis bytes per queued task beyond args", Value: perQueued, Unit: "B",
+	s.rep.add(&Row{Group: "9", Figure: "Redis bytes per queued task beyond args, " + who, Value: perQueued, Unit: "B",
 		Target: &Target{"value<=", 1024},
 		Note:   fmt.Sprintf("used_memory delta over %d tools/call creates: record, its index entries and asynq job", n)})
-	s.rep.add(&Row{Group: "9", Figure: "MEMORY USAGE of a working task record", Value: float64(rec), Unit: "B",
-		Note: "the hash alone, arguments {}"})
-	s.rep.add(&Row{Group: "9", Figure: "MEMORY USAGE of its queued asynq job", Value: float64(job), Unit: "B",
-		Note: "asynq's task hash; gone once the job succeeds"})
+	if tenants == 1 || setting != "" {
+		s.rep.add(&Row{Group: "9", Figure: "MEMORY USAGE of a working task record" + suffix(setting), Value: float64(rec), Unit: "B",
+			Note: "the hash alone, arguments {}"})
+		s.rep.add(&Row{Group: "9", Figure: "MEMORY USAGE of its queued asynq job" + suffix(setting), Value: float64(job), Unit: "B",
+			Note: "asynq's task hash; gone once the job succeeds"})
+	}
 
 	// Complete every task with a worker, then measure again.
 	wk, err := s.spawn(ctx, RoleWorker, "-concurrency", "64")
@@ -96,18 +150,39 @@ func (s *suite) bytesPerTask(ctx context.Context, fe *proc) error {
 	}
 	resultLen, _ := s.rdb.HStrLen(ctx, s.keys.Task(ref), "result").Result()
 	recDone, _ := s.rdb.MemoryUsage(ctx, s.keys.Task(ref), 0).Result()
-	s.rep.add(&Row{Group: "9", Figure: "Redis bytes per completed task beyond args and result",
+	s.rep.add(&Row{Group: "9", Figure: "Redis bytes per completed task beyond args and result, " + who,
 		Value: float64(completed)/float64(n) - argsLen - float64(resultLen), Unit: "B", Target: &Target{"value<=", 1024},
 		Note: fmt.Sprintf("used_memory delta after the worker completed all %d (result %d B)", n, resultLen)})
-	s.rep.add(&Row{Group: "9", Figure: "MEMORY USAGE of a completed task record", Value: float64(recDone), Unit: "B",
-		Note: fmt.Sprintf("result %d B, arguments %d B included", resultLen, argsLen)})
+	if tenants == 1 || setting != "" {
+		s.rep.add(&Row{Group: "9", Figure: "MEMORY USAGE of a completed task record" + suffix(setting), Value: float64(recDone), Unit: "B",
+			Note: fmt.Sprintf("result %d B, arguments %d B included", resultLen, argsLen)})
+	}
 	return nil
+}
+
+func suffix(setting string) string {
+	if setting == "" {
+		return ""
+	}
+	return ", " + setting
+}
+
+// tenant is the principal of request i when tenants principals take turns
+// (the front end's anonymous principal when there is one).
+func tenant(i, tenants int) string {
+	if tenants <= 1 {
+		return frontend.AnonymousPrincipal
+	}
+	return fmt.Sprintf("tenant-%d", i%tenants)
 }
 
 // httpCreate makes n noop tasks through the front end's tools/call and
 // returns their ids.
-func httpCreate(ctx context.Context, addr string, n, conc int) ([]string, error) {
-	req := toolCallRequest(addr, toolNoop, metaTasks)
+func httpCreate(ctx context.Context, addr string, n, conc, tenants int) ([]string, error) {
+	reqs := make([][]byte, max(tenants, 1))
+	for i := range reqs {
+		reqs[i] = toolCallRequest(addr, toolNoop, metaTasks, header{tenantHeader, tenant(i, tenants)})
+	}
 	out := make([]string, n)
 	conns := make([]*rawConn, conc)
 	for i := range conns {
@@ -121,7 +196,7 @@ func httpCreate(ctx context.Context, addr string, n, conc int) ([]string, error)
 	return out, parallel(ctx, n, conc, func(i int) error {
 		w := <-worker
 		defer func() { worker <- w }()
-		st, body, err := conns[w].do(req)
+		st, body, err := conns[w].do(reqs[i%len(reqs)])
 		if err != nil {
 			return err
 		}

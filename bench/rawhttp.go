@@ -111,10 +111,10 @@ const (
 )
 
 // toolCallRequest is a tools/call of name with empty arguments.
-func toolCallRequest(addr, name, meta string) []byte {
+func toolCallRequest(addr, name, meta string, extra ...header) []byte {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":` + meta +
 		`,"name":"` + name + `","arguments":{}}}`
-	return rawRequest(addr, "/mcp", mcpHeaders("tools/call", name), []byte(body))
+	return rawRequest(addr, "/mcp", append(mcpHeaders("tools/call", name), extra...), []byte(body))
 }
 
 // idTemplate is a tasks/get request whose task id (in the Mcp-Name header

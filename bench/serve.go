@@ -57,6 +57,20 @@ const floorAnswer = `{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","task
 	`"lastUpdatedAt":"2026-01-01T00:00:00.000Z","ttlMs":3600000,"pollIntervalMs":1000,` +
 	`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"floor","version":"0.1.0"}}}}`
 
+// tenantHeader names the principal of a bench request to the front end
+// (tenantAuth); requests without it are the anonymous principal, as with
+// frontend.Anonymous. Only the multi-tenant memory figure sends it.
+const tenantHeader = "X-Bench-Tenant"
+
+type tenantAuth struct{}
+
+func (tenantAuth) Authenticate(r *http.Request) (string, error) {
+	if t := r.Header.Get(tenantHeader); t != "" {
+		return t, nil
+	}
+	return frontend.AnonymousPrincipal, nil
+}
+
 // anonymousOwner is the owner tag of the front end's anonymous principal.
 var anonymousOwner = taskstate.OwnerTag(frontend.AnonymousPrincipal)
 
@@ -93,7 +107,7 @@ func Serve(role string, args []string) error {
 	switch role {
 	case RoleFrontend:
 		// No cap on live tasks: the loads create far more than the default 1,000.
-		srv, err := frontend.New(frontend.Config{Redis: rdb, Logger: log, MaxLiveTasks: -1})
+		srv, err := frontend.New(frontend.Config{Redis: rdb, Logger: log, MaxLiveTasks: -1, Auth: tenantAuth{}})
 		if err != nil {
 			return err
 		}
