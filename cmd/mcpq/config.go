@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -72,6 +73,25 @@ func redisClient() (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	return redis.NewClient(opts), nil
+}
+
+// adviseRedis logs, once at start, a Redis setting that would halve the
+// memory of every finished task: a task record with a value over
+// hash-max-listpack-value bytes (default 64; a tool result usually is) and
+// asynq's job hash lose Redis's compact encoding. Managed Redis may refuse
+// CONFIG GET; then nothing is said.
+func adviseRedis(ctx context.Context, log *slog.Logger, rdb redis.UniversalClient) {
+	const setting = "hash-max-listpack-value"
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	v, err := rdb.ConfigGet(ctx, setting).Result()
+	if err != nil {
+		return
+	}
+	if n, err := strconv.Atoi(v[setting]); err == nil && n < 1024 {
+		log.Info("Redis keeps hashes compact only for values up to "+v[setting]+" bytes; "+
+			"'"+setting+" 1024' in redis.conf about halves the memory of a finished task (docs/benchmarks.md)")
+	}
 }
 
 // frontendFlags registers the front end's flags, defaulted from the environment.

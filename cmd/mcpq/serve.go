@@ -33,6 +33,7 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer rdb.Close()
 	cfg.Redis = rdb
+	adviseRedis(ctx, log, rdb)
 	if cfg.Auth, err = auth.frontendAuth(rdb, cfg.Prefix); err != nil {
 		return err
 	}
