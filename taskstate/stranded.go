@@ -25,24 +25,44 @@ type Stranded struct {
 }
 
 // StrandedTasks lists live tasks that are working, held by no delivery and
-// last changed more than olderThan ago.
+// last changed more than olderThan ago. It pages through every owner's
+// live tasks created before the cutoff (held ones included, which can be
+// many for long-running tools), reading each page's records in one
+// pipeline.
 func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]Stranded, error) {
-	cutoff := s.now().Add(-olderThan)
+	now := s.now()
+	cutoff := now.Add(-olderThan)
 	var out []Stranded
 	iter := s.rdb.SScan(ctx, s.keys.Owners(), 0, "", 100).Iterator()
 	for iter.Next(ctx) {
 		owner := iter.Val()
-		ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.Live(owner), Start: "-inf",
-			Stop: strconv.FormatInt(cutoff.UnixMilli(), 10), ByScore: true, Count: reapBatch}).Result()
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range ids {
-			r, err := s.Get(ctx, Ref{Owner: owner, ID: id})
-			if err != nil || r.Status != proto.StatusWorking || r.Running != 0 || r.LastUpdatedAt.After(cutoff) {
-				continue
+		for offset := int64(0); ; offset += reapBatch {
+			ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.Live(owner), Start: "-inf",
+				Stop: strconv.FormatInt(cutoff.UnixMilli(), 10), ByScore: true, Offset: offset, Count: reapBatch}).Result()
+			if err != nil {
+				return nil, err
 			}
-			out = append(out, Stranded{Ref: r.Ref, Tool: r.Tool, JobID: JobID(r.Ref, r.Resumes), Deadline: r.Deadline()})
+			if len(ids) == 0 {
+				break
+			}
+			pipe := s.rdb.Pipeline()
+			recs := make([]*redis.MapStringStringCmd, len(ids))
+			for i, id := range ids {
+				recs[i] = pipe.HGetAll(ctx, s.keys.Task(Ref{Owner: owner, ID: id}))
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return nil, err
+			}
+			for i, id := range ids {
+				r, ok := decodeRecord(Ref{Owner: owner, ID: id}, recs[i].Val())
+				if !ok || r.Expired(now) || r.Status != proto.StatusWorking || r.Running != 0 || r.LastUpdatedAt.After(cutoff) {
+					continue
+				}
+				out = append(out, Stranded{Ref: r.Ref, Tool: r.Tool, JobID: JobID(r.Ref, r.Resumes), Deadline: r.Deadline()})
+			}
+			if len(ids) < reapBatch {
+				break
+			}
 		}
 	}
 	return out, iter.Err()

@@ -1,0 +1,44 @@
+package taskstate_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// TestStrandedTasksPastManyHeld: a stranded task is found behind more held
+// (running) tasks than one page of the live index holds.
+func TestStrandedTasksPastManyHeld(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		for range 150 {
+			rec, err := e.s.Create(ctx(t), taskstate.CreateParams{Principal: principal, Tool: "echo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.s.Claim(ctx(t), rec.Ref); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(time.Millisecond)
+		}
+		lost, err := e.s.Create(ctx(t), taskstate.CreateParams{Principal: principal, Tool: "echo"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Minute)
+		fresh, err := e.s.Create(ctx(t), taskstate.CreateParams{Principal: principal, Tool: "echo"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.s.StrandedTasks(ctx(t), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Ref != lost.Ref || got[0].Tool != "echo" || got[0].JobID != lost.Ref.ID {
+			t.Fatalf("StrandedTasks = %+v, want only %s (not the held ones, not the fresh %s)", got, lost.Ref.ID, fresh.Ref.ID)
+		}
+	})
+}
