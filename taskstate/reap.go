@@ -22,20 +22,27 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 	for iter.Next(ctx) {
 		owner := iter.Val()
 		idx := s.keys.Deadlines(owner)
-		ids, err := s.rdb.ZRangeArgs(ctx, redisZRangeByScore(idx, now)).Result()
-		if err != nil {
-			return reaped, err
-		}
-		for _, id := range ids {
-			ref := Ref{Owner: owner, ID: id}
-			err := s.runKeys(ctx, reapScript, []string{s.keys.Task(ref), s.keys.Live(owner), idx, s.keys.Tasks(owner)},
-				now, id, s.keys.Events(ref), s.keys.Stops())
-			switch {
-			case err == nil:
-				reaped++
-			case errors.Is(err, ErrNotFound), errors.Is(err, ErrIllegal):
-			default:
+		// Every id handled leaves the range (reaped, or re-indexed at a
+		// later deadline), so pages repeat until the backlog is gone.
+		for {
+			ids, err := s.rdb.ZRangeArgs(ctx, redisZRangeByScore(idx, now)).Result()
+			if err != nil {
 				return reaped, err
+			}
+			for _, id := range ids {
+				ref := Ref{Owner: owner, ID: id}
+				err := s.runKeys(ctx, reapScript, []string{s.keys.Task(ref), s.keys.Live(owner), idx, s.keys.Tasks(owner)},
+					now, id, s.keys.Events(ref), s.keys.Stops())
+				switch {
+				case err == nil:
+					reaped++
+				case errors.Is(err, ErrNotFound), errors.Is(err, ErrIllegal):
+				default:
+					return reaped, err
+				}
+			}
+			if len(ids) < reapBatch {
+				break
 			}
 		}
 	}

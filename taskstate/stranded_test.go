@@ -42,3 +42,24 @@ func TestStrandedTasksPastManyHeld(t *testing.T) {
 		}
 	})
 }
+
+// TestReapDrainsBacklog: one pass reaps every expired task, not one page.
+func TestReapDrainsBacklog(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		ttl := int64(1000)
+		for range 250 {
+			if _, err := e.s.Create(ctx(t), taskstate.CreateParams{Principal: principal, Tool: "echo", TTLMs: &ttl}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clock.Advance(2 * time.Second)
+		if n, err := e.s.Reap(ctx(t)); err != nil || n != 250 {
+			t.Fatalf("Reap = %d, %v; want all 250 expired tasks in one pass", n, err)
+		}
+		if n, err := e.s.Reap(ctx(t)); err != nil || n != 0 {
+			t.Fatalf("second Reap = %d, %v; want 0", n, err)
+		}
+	})
+}
