@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"time"
@@ -119,10 +118,8 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 	last := map[string]proto.DetailedTask{} // by task id: what the listener saw last
 	sendTask := func(d proto.DetailedTask) {
 		last[d.TaskID] = d
-		b, _ := json.Marshal(d)
-		var params map[string]any
-		_ = json.Unmarshal(b, &params)
-		send(proto.NotifyTasks, params)
+		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTasks,
+			Params: taskNote{DetailedTask: d, Meta: subMeta}})
 	}
 	for _, rec := range tasks { // the state as of the acknowledgement
 		sendTask(rec.Detailed())
@@ -172,4 +169,11 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// taskNote is the params of notifications/tasks: the task as tasks/get
+// shows it, and the subscription's _meta.
+type taskNote struct {
+	proto.DetailedTask
+	Meta map[string]any `json:"_meta"`
 }

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -54,7 +53,7 @@ func (r *responder) startStream() bool {
 // notify sends a related notification on the request's stream. It reports
 // whether it was sent (a client that does not accept SSE gets none).
 func (r *responder) notify(msg any) bool {
-	b, err := json.Marshal(msg)
+	b, err := encodeJSON(msg)
 	if err != nil {
 		return false
 	}
