@@ -58,7 +58,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	res, err := s.dispatch(c)
 	if err != nil {
 		pe, status := toRPC(err)
-		if pe.Code == proto.CodeInternalError && status == http.StatusOK {
+		switch {
+		case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
+			// The client went away (a closed listen stream, an abandoned
+			// wait): nothing failed on mcpq's side.
+			s.log.Debug("client gone", "method", req.Method, "err", err)
+		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
 			s.log.Error("request failed", "method", req.Method, "err", err)
 		}
 		c.resp.finish(status, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Error: pe}))
