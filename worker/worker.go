@@ -58,10 +58,12 @@ type Worker struct {
 	mu      sync.Mutex
 	entries map[string]*entry // by ToolDef.Key
 	running bool
-	// jobs maps the task id of each running job to its stop function, for
-	// the worker-wide stops subscription.
-	jobs  sync.Map
-	ready chan struct{} // closed once the catalog is published and jobs are taken
+	// jobs holds the stop function of each running delivery, by task id
+	// and attempt (a stale delivery of a task may still run beside a newer
+	// one), for the worker-wide stops subscription.
+	jobsMu sync.Mutex
+	jobs   map[string]map[int64]func()
+	ready  chan struct{} // closed once the catalog is published and jobs are taken
 }
 
 // Ready is closed once Run has published the catalog and takes jobs.
@@ -100,6 +102,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.Logger = slog.Default()
 	}
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
+		jobs:  map[string]map[int64]func(){},
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock})}
 	for _, t := range tools {
 		e, err := toolEntry(t)
@@ -236,8 +239,8 @@ func (w *Worker) process(ctx context.Context, payload []byte) error {
 	requestCancel := func() { cancelOnce.Do(func() { close(cancel); stopRun(ErrCancelled) }) }
 	// A stop announced before this line is caught by the first heartbeat
 	// (Step checks the record's cancel flag and TTL).
-	w.jobs.Store(ref.ID, requestCancel)
-	defer w.jobs.Delete(ref.ID)
+	w.track(ref.ID, claim.Attempt, requestCancel)
+	defer w.untrack(ref.ID, claim.Attempt)
 	go w.watch(runCtx, ref, claim.Attempt, requestCancel, stopRun)
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
@@ -282,15 +285,35 @@ func (w *Worker) process(ctx context.Context, payload []byte) error {
 	return nil
 }
 
+func (w *Worker) track(id string, attempt int64, stop func()) {
+	w.jobsMu.Lock()
+	defer w.jobsMu.Unlock()
+	if w.jobs[id] == nil {
+		w.jobs[id] = map[int64]func(){}
+	}
+	w.jobs[id][attempt] = stop
+}
+
+func (w *Worker) untrack(id string, attempt int64) {
+	w.jobsMu.Lock()
+	defer w.jobsMu.Unlock()
+	delete(w.jobs[id], attempt)
+	if len(w.jobs[id]) == 0 {
+		delete(w.jobs, id)
+	}
+}
+
 // routeStops turns the worker-wide stops channel (a task id per cancel
 // request or expiry) into the running job's requestCancel at once.
 func (w *Worker) routeStops(ctx context.Context, stops *taskstate.Subscription) {
 	for {
 		select {
 		case id := <-stops.C:
-			if f, ok := w.jobs.Load(id); ok {
-				f.(func())()
+			w.jobsMu.Lock()
+			for _, stop := range w.jobs[id] {
+				stop()
 			}
+			w.jobsMu.Unlock()
 		case <-ctx.Done():
 			return
 		}
