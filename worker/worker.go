@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -241,7 +242,7 @@ func (w *Worker) process(ctx context.Context, payload []byte) error {
 	// (Step checks the record's cancel flag and TTL).
 	w.track(ref.ID, claim.Attempt, requestCancel)
 	defer w.untrack(ref.ID, claim.Attempt)
-	go w.watch(runCtx, ref, claim.Attempt, requestCancel, stopRun)
+	defer w.watch(runCtx, ref, claim.Attempt, requestCancel, stopRun)()
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
@@ -320,29 +321,33 @@ func (w *Worker) routeStops(ctx context.Context, stops *taskstate.Subscription) 
 	}
 }
 
-// watch runs beside a job and heartbeats every HeartbeatInterval, which
+// watch heartbeats every HeartbeatInterval while the job runs, which
 // catches a cancel whose signal was missed and stops the job (errStop) when
-// the task expired or a newer attempt owns it.
+// the task is no longer its own. A timer, not a goroutine: most jobs end
+// before their first heartbeat. It returns the func that stops it.
 func (w *Worker) watch(ctx context.Context, ref taskstate.Ref, attempt int64,
-	requestCancel func(), stop context.CancelCauseFunc) {
-	beat := time.NewTicker(w.cfg.HeartbeatInterval)
-	defer beat.Stop()
-	for {
-		select {
-		case <-beat.C:
-			err := w.store.Heartbeat(ctx, ref, attempt)
-			switch {
-			case errors.Is(err, taskstate.ErrCancelled):
-				requestCancel()
-			case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
-				errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
-				stop(errStop)
-				return
-			}
-		case <-ctx.Done():
+	requestCancel func(), stop context.CancelCauseFunc) func() bool {
+	var t *time.Timer
+	beat := func() {
+		if ctx.Err() != nil {
 			return
 		}
+		err := w.store.Heartbeat(ctx, ref, attempt)
+		switch {
+		case errors.Is(err, taskstate.ErrCancelled):
+			requestCancel()
+		case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
+			errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
+			stop(errStop)
+			return
+		}
+		if ctx.Err() == nil {
+			t.Reset(w.cfg.HeartbeatInterval)
+		}
 	}
+	t = time.AfterFunc(math.MaxInt64, beat) // armed below, once t is set
+	t.Reset(w.cfg.HeartbeatInterval)
+	return t.Stop
 }
 
 // run calls h, turning a panic into a protocol error and a typed nil
