@@ -83,7 +83,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			}
 			defer sub.Close()
 		}
-		caps, _ := json.Marshal(c.meta.ClientCapabilities)
+		caps, _ := encodeJSON(c.meta.ClientCapabilities)
 		if rec, err = s.create(ctx, taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),

@@ -154,6 +154,10 @@ const JobType = "mcpq:run"
 
 // EncodeJob is the asynq payload for the task's job.
 func EncodeJob(ref Ref) []byte {
+	if plain([]byte(ref.Owner)) && plain([]byte(ref.ID)) {
+		// What json.Marshal writes for names that need no escaping.
+		return []byte(`{"o":"` + ref.Owner + `","id":"` + ref.ID + `"}`)
+	}
 	b, _ := json.Marshal(ref)
 	return b
 }
@@ -175,10 +179,11 @@ func DecodeJob(b []byte) (Ref, error) {
 	return r, err
 }
 
-// plain reports whether b can stand in a JSON string as is.
+// plain reports whether b stands in a JSON string as is, exactly as
+// json.Marshal writes it (which also escapes <, > and &).
 func plain(b []byte) bool {
 	for _, c := range b {
-		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
 			return false
 		}
 	}

@@ -128,11 +128,15 @@ func TestJobPayload(t *testing.T) {
 		{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()},
 		{Owner: "p", ID: "abcdefghijklmnopqrst-_"},
 		{Owner: `we"ird\owner`, ID: "ünïcødé"},
+		{Owner: "p<&>", ID: "a"},
 		{},
 	}
 	for _, ref := range refs {
 		t.Run(ref.Owner+"/"+ref.ID, func(t *testing.T) {
 			b := taskstate.EncodeJob(ref)
+			if want, _ := json.Marshal(ref); string(b) != string(want) {
+				t.Fatalf("EncodeJob = %s, json.Marshal = %s", b, want)
+			}
 			got, err := taskstate.DecodeJob(b)
 			if err != nil || got != ref {
 				t.Fatalf("DecodeJob(%s) = %+v, %v; want %+v", b, got, err, ref)
