@@ -89,8 +89,8 @@ func adviseRedis(ctx context.Context, log *slog.Logger, rdb redis.UniversalClien
 		return
 	}
 	if n, err := strconv.Atoi(v[setting]); err == nil && n < 1024 {
-		log.Info("Redis keeps hashes compact only for values up to "+v[setting]+" bytes; "+
-			"'"+setting+" 1024' in redis.conf about halves the memory of a finished task (docs/benchmarks.md)")
+		log.Info("Redis keeps hashes compact only for values up to " + v[setting] + " bytes; " +
+			"'" + setting + " 1024' in redis.conf about halves the memory of a finished task (docs/benchmarks.md)")
 	}
 }
 
