@@ -65,6 +65,19 @@ func (e *captureEnv) capture(t *testing.T, ref taskstate.Ref) *taskstate.Job {
 	return job
 }
 
+// newRef is a fresh task of the test principal.
+func newRef() taskstate.Ref {
+	return taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+}
+
+// create writes ref's record with its job captured first, under a cap of
+// maxLive live tasks (0: none).
+func (e *captureEnv) create(t *testing.T, ref taskstate.Ref, maxLive int) (*taskstate.Record, error) {
+	t.Helper()
+	return e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo",
+		MaxLive: maxLive, Job: e.capture(t, ref)})
+}
+
 // queued reports whether the job with id is in the queue.
 func (e *captureEnv) queued(t *testing.T, id string) bool {
 	t.Helper()
@@ -85,13 +98,11 @@ func TestCreateSendsRecordAndJobInOneRoundTrip(t *testing.T) {
 		e := newCaptureEnv(t, b)
 		// The first capture learns asynq's script source (a NOSCRIPT and an
 		// EVAL, both answered locally) and publishes the queue name once.
-		warm := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
-		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: warm.ID, Principal: principal, Tool: "echo",
-			Job: e.capture(t, warm)}); err != nil {
+		if _, err := e.create(t, newRef(), 0); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
 
-		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		ref := newRef()
 		job := e.capture(t, ref)
 		if e.queued(t, ref.ID) {
 			t.Fatal("a captured enqueue reached Redis before Create")
@@ -117,17 +128,14 @@ func TestCreateWithJobAfterScriptFlush(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newCaptureEnv(t, b)
-		warm := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
-		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: warm.ID, Principal: principal, Tool: "echo",
-			Job: e.capture(t, warm)}); err != nil {
+		if _, err := e.create(t, newRef(), 0); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
 		if err := b.Client.ScriptFlush(ctx(t)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
-		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo",
-			Job: e.capture(t, ref)}); err != nil {
+		ref := newRef()
+		if _, err := e.create(t, ref, 0); err != nil {
 			t.Fatalf("Create after SCRIPT FLUSH: %v", err)
 		}
 		if e.get(t, ref).Status != "working" || !e.queued(t, ref.ID) {
@@ -140,14 +148,13 @@ func TestCreateWithJobConflict(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newCaptureEnv(t, b)
-		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		ref := newRef()
 		// A job with the task's id is queued already (enqueued directly).
 		if _, err := asynq.NewClientFromRedisClient(b.Client).Enqueue(asynq.NewTask(taskstate.JobType, nil),
 			asynq.TaskID(ref.ID), asynq.Queue(e.queue)); err != nil {
 			t.Fatal(err)
 		}
-		rec, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo",
-			Job: e.capture(t, ref)})
+		rec, err := e.create(t, ref, 0)
 		var jobErr *taskstate.JobError
 		if !errors.As(err, &jobErr) || !errors.Is(err, taskstate.ErrJobConflict) || rec == nil {
 			t.Fatalf("Create = %v, %v; want the record and a JobError wrapping ErrJobConflict", rec, err)
@@ -162,14 +169,11 @@ func TestCreateWithJobRefused(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newCaptureEnv(t, b)
-		first := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
-		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: first.ID, Principal: principal, Tool: "echo",
-			MaxLive: 1, Job: e.capture(t, first)}); err != nil {
+		if _, err := e.create(t, newRef(), 1); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
-		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
-		_, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo",
-			MaxLive: 1, Job: e.capture(t, ref)})
+		ref := newRef()
+		_, err := e.create(t, ref, 1)
 		if !errors.Is(err, taskstate.ErrLimit) {
 			t.Fatalf("Create over the cap = %v, want ErrLimit", err)
 		}
