@@ -279,9 +279,6 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 	}, nil
 }
 
-// enqueue puts the task's job on its entry's queue. The asynq task id is
-// the task id (plus the resume number for a resumed task), so a repeated
-// enqueue is a harmless conflict.
 // create writes a new task's record and enqueues its job. With the default
 // enqueuer both go to Redis in one round trip (taskstate.JobCapture): the
 // enqueue is captured first and sent in the same pipeline, after the record.
@@ -321,7 +318,9 @@ func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskst
 	return fmt.Errorf("enqueue task %s: %w", rec.Ref.ID, err)
 }
 
-// submit hands the job of ref's run number resume to the enqueuer.
+// submit hands the job of ref's run number resume to the enqueuer, on its
+// entry's queue. The asynq task id is the task id (plus the resume number
+// for a resumed task), so a repeated enqueue is a harmless conflict.
 func (s *Server) submit(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef, resume int64) error {
 	// asynq's timeout is only a backstop: the record's TTL (which a handler
 	// may extend up to MaxTTL) is what stops a job, through its heartbeats.
