@@ -1,10 +1,13 @@
 package taskstate_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -60,6 +63,36 @@ func TestReapDrainsBacklog(t *testing.T) {
 		}
 		if n, err := e.s.Reap(ctx(t)); err != nil || n != 0 {
 			t.Fatalf("second Reap = %d, %v; want 0", n, err)
+		}
+	})
+}
+
+// TestEndedTaskDropsRunState: an ended task keeps its result and loses
+// what only a run needs (arguments, client capabilities, checkpoint).
+func TestEndedTaskDropsRunState(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		ref := e.create(t, taskstate.CreateParams{Arguments: json.RawMessage(`{"big":"` + strings.Repeat("x", 500) + `"}`),
+			Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+		c, err := e.s.Claim(ctx(t), ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.SaveCheckpoint(ctx(t), ref, c.Attempt, json.RawMessage(`{"step":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.Finish(ctx(t), ref, c.Attempt, outcome(proto.StatusCompleted)); err != nil {
+			t.Fatal(err)
+		}
+		raw := e.raw(t, ref)
+		for _, f := range []string{"arguments", "caps", "checkpoint"} {
+			if _, ok := raw[f]; ok {
+				t.Errorf("ended record still holds %s", f)
+			}
+		}
+		if r := e.get(t, ref); r.Status != proto.StatusCompleted || len(r.Result) == 0 {
+			t.Fatalf("ended record %+v lost its outcome", r)
 		}
 	})
 }
