@@ -68,7 +68,8 @@ func TestReapDrainsBacklog(t *testing.T) {
 }
 
 // TestEndedTaskDropsRunState: an ended task keeps its result and loses
-// what only a run needs (arguments, client capabilities, checkpoint).
+// what only a run needs (arguments, client capabilities, checkpoint, the
+// holding delivery and its heartbeat).
 func TestEndedTaskDropsRunState(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
@@ -86,7 +87,7 @@ func TestEndedTaskDropsRunState(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw := e.raw(t, ref)
-		for _, f := range []string{"arguments", "caps", "checkpoint"} {
+		for _, f := range []string{"arguments", "caps", "checkpoint", "running", "heartbeat"} {
 			if _, ok := raw[f]; ok {
 				t.Errorf("ended record still holds %s", f)
 			}

@@ -443,9 +443,10 @@ func TestRequestCancel(t *testing.T) {
 			},
 			check: func(t *testing.T, e *env, ref taskstate.Ref, before map[string]string, w *watcher) {
 				w.expect(t, "cancelled")
-				// An ended task drops what only a run needs (its arguments).
+				// An ended task drops what only a run needs (its arguments,
+				// the parked delivery's running and heartbeat).
 				want := map[string]string{"status": "cancelled", "statusMessage": "Cancelled", "cancel": "1", "lastUpdatedAt": e.ms(),
-					"arguments": "<deleted>"}
+					"arguments": "<deleted>", "running": "<deleted>", "heartbeat": "<deleted>"}
 				if got := changedFields(before, e.raw(t, ref)); !maps.Equal(got, want) {
 					t.Fatalf("changed %v, want %v", got, want)
 				}

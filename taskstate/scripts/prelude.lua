@@ -19,9 +19,10 @@ end
 
 -- ended: a task left the live set (KEYS[2] of every script that can end one)
 -- and drops what only a run needs: its arguments, the creating client's
--- capabilities and the handler's checkpoint (KEYS[1], the record), which a
--- finished task would otherwise keep for the rest of its TTL.
+-- capabilities, the handler's checkpoint and which delivery held it when
+-- (KEYS[1], the record), which a finished task would otherwise keep for the
+-- rest of its TTL.
 local function ended(id)
   redis.call('ZREM', KEYS[2], id)
-  redis.call('HDEL', KEYS[1], 'arguments', 'caps', 'checkpoint')
+  redis.call('HDEL', KEYS[1], 'arguments', 'caps', 'checkpoint', 'running', 'heartbeat')
 end
