@@ -2,10 +2,8 @@ package frontend
 
 import (
 	"errors"
-	"io"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
@@ -26,7 +24,6 @@ func encodeJSON(v any) ([]byte, error) { return jsonv2.Marshal(v, v1) }
 
 // isSyntaxError reports whether a decodeJSON error means b was not JSON.
 func isSyntaxError(err error) bool {
-	var syntax *jsontext.SyntacticError
-	var syntaxV1 *jsonv1.SyntaxError
-	return errors.As(err, &syntaxV1) || errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF)
+	var syntax *jsonv1.SyntaxError
+	return errors.As(err, &syntax)
 }
