@@ -380,6 +380,7 @@ func TestAuthAcrossProcesses(t *testing.T) {
 			t.Errorf("revoked key still listed: %s", list)
 		}
 
+		f.await(t, ctx, spare, carolTask, proto.StatusInputRequired) // no worker writes during the snapshots
 		aliceBefore, carolBefore := f.ids(t, ctx, keyAlice), f.ids(t, ctx, spare)
 		redisBefore := f.redisState(t, ctx)
 		var wrongBody []byte

@@ -119,6 +119,7 @@ type job struct {
 	Type     string
 	Ref      taskstate.Ref
 	Opts     map[asynq.OptionType]any
+	Seq      int64 // the job's sequence number, from its asynq task id
 	Attempt  int64
 	ClaimErr error
 }
@@ -153,6 +154,12 @@ func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opt
 		return nil, fmt.Errorf("fake enqueuer: payload: %w", err)
 	}
 	j.Ref = ref
+	id, _ := j.Opts[asynq.TaskIDOpt].(string)
+	seq, ok := taskstate.JobSeq(ref, id)
+	if !ok {
+		return nil, fmt.Errorf("fake enqueuer: job id %q is not one of task %s", id, ref.ID)
+	}
+	j.Seq = seq
 	f.mu.Lock()
 	ferr, hold := f.err, f.hold
 	f.mu.Unlock()
@@ -161,7 +168,7 @@ func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opt
 		return nil, ferr
 	}
 	if !hold {
-		claim, cerr := f.store.Claim(ctx, ref)
+		claim, cerr := f.store.Claim(ctx, ref, seq)
 		j.ClaimErr = cerr
 		if cerr == nil {
 			j.Attempt = claim.Attempt

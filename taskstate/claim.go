@@ -13,12 +13,16 @@ type Claim struct {
 	Record *Record
 }
 
-// Claim starts a delivery of the task's job. It returns ErrTerminal when the
-// task already ended (the job is a no-op), ErrCancelled when a cancel was
-// requested before the start (the task is now cancelled), ErrExpired,
-// ErrNotFound, or ErrIllegal when the task is not working (parked for input).
-func (s *Store) Claim(ctx context.Context, ref Ref) (*Claim, error) {
-	res, err := claimScript.Run(ctx, s.rdb, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID).Slice()
+// Claim starts a delivery of the task's job number seq (JobSeq of the
+// job's id). It returns ErrTerminal when the task already ended (the job is
+// a no-op), ErrStale when seq is not the task's current job (a late
+// delivery of a job the task was taken back from), ErrCancelled when a
+// cancel was requested before the start (the task is now cancelled),
+// ErrExpired, ErrNotFound, or ErrIllegal when the task is not working
+// (parked for input).
+func (s *Store) Claim(ctx context.Context, ref Ref, seq int64) (*Claim, error) {
+	res, err := claimScript.Run(ctx, s.rdb, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID,
+		seq, s.lost.Milliseconds()).Slice()
 	if err != nil {
 		return nil, err
 	}

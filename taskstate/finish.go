@@ -20,10 +20,12 @@ type Outcome struct {
 	StatusMessage string
 }
 
-// Finish ends the task for attempt. It returns ErrTerminal when the task
-// already ended, ErrStale when a newer attempt owns it, ErrIllegal when the
-// table refuses or the target is not terminal, ErrExpired or ErrNotFound;
-// nothing is written then.
+// Finish ends the task for attempt. It returns ErrCancelled when a cancel
+// was acknowledged before: the task is then written "cancelled", whatever
+// the outcome. It returns ErrTerminal when the task already ended,
+// ErrStale when a newer attempt owns it, ErrIllegal when the table refuses
+// or the target is not terminal, ErrExpired or ErrNotFound; nothing is
+// written then.
 func (s *Store) Finish(ctx context.Context, ref Ref, attempt int64, o Outcome) error {
 	field, payload := "", []byte(nil)
 	switch o.Status {

@@ -23,7 +23,8 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 		return nil, ErrNotFound
 	}
 	if r.Status == proto.StatusWorking && r.Running > 0 && !r.Heartbeat.IsZero() && now.Sub(r.Heartbeat) > s.lost {
-		r.StatusMessage = fmt.Sprintf("No word from its worker since %s; it will be run again", FormatTime(r.Heartbeat))
+		// Said before the takeover scan acts on it, or when no worker runs the scan.
+		r.StatusMessage = fmt.Sprintf("No word from its worker since %s", FormatTime(r.Heartbeat))
 	}
 	return r, nil
 }

@@ -15,11 +15,11 @@ func (s *Store) RequestInput(ctx context.Context, ref Ref, attempt int64, reqs m
 	if len(reqs) == 0 {
 		return errors.New("taskstate: no input requests")
 	}
-	args := []any{s.nowMs(), attempt, s.keys.Events(ref)}
+	args := []any{s.nowMs(), attempt, s.keys.Events(ref), ref.ID}
 	for _, k := range sortedKeys(reqs) {
 		args = append(args, k, string(reqs[k]))
 	}
-	return s.runCode(ctx, inputScript, ref, args...)
+	return s.runKeys(ctx, inputScript, []string{s.keys.Task(ref), s.keys.Held(ref.Owner)}, args...)
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

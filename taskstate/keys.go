@@ -74,6 +74,12 @@ func (k Keys) Tasks(owner string) string { return k.Prefix + "{" + owner + "}:ta
 // createdAt), for the per-principal cap on live tasks. Type: sorted set.
 func (k Keys) Live(owner string) string { return k.Prefix + "{" + owner + "}:live" }
 
+// Held indexes one owner's tasks that a delivery holds (claimed, not yet
+// ended or parked): member task id, score when to look at it next (unix
+// ms): when its heartbeat would be lost-after old, or a cancel's grace
+// runs out. The takeover scan walks it. Type: sorted set.
+func (k Keys) Held(owner string) string { return k.Prefix + "{" + owner + "}:held" }
+
 // Rate is one owner's request token bucket (fields tokens, ts). Type: hash.
 func (k Keys) Rate(owner string) string { return k.Prefix + "{" + owner + "}:rate" }
 

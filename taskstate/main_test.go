@@ -95,10 +95,10 @@ func (e *env) create(t *testing.T, p taskstate.CreateParams) taskstate.Ref {
 	return rec.Ref
 }
 
-// claim claims ref and fails the test on error.
+// claim claims ref's current job and fails the test on error.
 func (e *env) claim(t *testing.T, ref taskstate.Ref) int64 {
 	t.Helper()
-	c, err := e.s.Claim(ctx(t), ref)
+	c, err := e.s.Claim(ctx(t), ref, e.get(t, ref).Resumes)
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}

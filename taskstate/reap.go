@@ -31,7 +31,7 @@ func (s *Store) Reap(ctx context.Context) (int, error) {
 			}
 			for _, id := range ids {
 				ref := Ref{Owner: owner, ID: id}
-				err := s.runKeys(ctx, reapScript, []string{s.keys.Task(ref), s.keys.Live(owner), idx, s.keys.Tasks(owner)},
+				err := s.runKeys(ctx, reapScript, []string{s.keys.Task(ref), s.keys.Live(owner), s.keys.Held(owner), idx, s.keys.Tasks(owner)},
 					now, id, s.keys.Events(ref), s.keys.Stops())
 				switch {
 				case err == nil:

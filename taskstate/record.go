@@ -57,8 +57,12 @@ type Record struct {
 	Answers map[string]json.RawMessage
 	// Checkpoint is the handler's last saved checkpoint.
 	Checkpoint json.RawMessage
-	// Resumes counts how often the task went back to work after input.
+	// Resumes is the task's job sequence number: it counts the jobs issued
+	// after the first, on a resume after input or a takeover from a lost
+	// worker (JobID).
 	Resumes int64
+	// Lost counts the deliveries taken back from lost workers.
+	Lost int64
 }
 
 // Deadline is when the task expires; zero when unlimited.
@@ -134,6 +138,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 		r.Checkpoint = json.RawMessage(v)
 	}
 	r.Resumes = parseInt(f["resumes"])
+	r.Lost = parseInt(f["lost"])
 	for k, v := range f {
 		if key, ok := strings.CutPrefix(k, "req:"); ok {
 			if r.InputRequests == nil {

@@ -36,4 +36,5 @@ var (
 	ttlScript        = loadScript("ttl")
 	reapScript       = loadScript("reap")
 	rateScript       = loadScript("ratelimit")
+	takeoverScript   = loadScript("takeover")
 )

@@ -19,10 +19,21 @@ type Options struct {
 	// Default 1 minute.
 	ExpiryGrace time.Duration
 	// LostAfter is how long a running task may go without a worker
-	// heartbeat before Get reports its worker lost (default 15s; workers
-	// heartbeat every few seconds).
+	// heartbeat before its delivery counts as lost: Get says so and the
+	// takeover scan runs it again (default 10s; workers heartbeat every
+	// few seconds).
 	LostAfter time.Duration
+	// CancelGrace is how long a worker holding a task gets to end it after
+	// its cancel was acknowledged, before the takeover scan ends it
+	// "cancelled" itself (default 2s; a live worker ends it at once).
+	CancelGrace time.Duration
 }
+
+// Defaults of Options.LostAfter and Options.CancelGrace.
+const (
+	DefaultLostAfter   = 10 * time.Second
+	DefaultCancelGrace = 2 * time.Second
+)
 
 // Store reads and changes task records. It is safe for concurrent use.
 type Store struct {
@@ -31,6 +42,8 @@ type Store struct {
 	now   func() time.Time
 	grace time.Duration
 	lost  time.Duration
+	// cancelGrace is Options.CancelGrace.
+	cancelGrace time.Duration
 	// owners remembers owners already in Keys.Owners, to add each once.
 	owners sync.Map
 }
@@ -46,10 +59,14 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.ExpiryGrace == 0 {
 		opts.ExpiryGrace = time.Minute
 	}
-	if opts.LostAfter == 0 {
-		opts.LostAfter = 15 * time.Second
+	if opts.LostAfter <= 0 {
+		opts.LostAfter = DefaultLostAfter
 	}
-	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace, lost: opts.LostAfter}
+	if opts.CancelGrace <= 0 {
+		opts.CancelGrace = DefaultCancelGrace
+	}
+	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
+		lost: opts.LostAfter, cancelGrace: opts.CancelGrace}
 }
 
 // Keys returns the key builder the store uses.
@@ -70,11 +87,15 @@ func (s *Store) runCode(ctx context.Context, sc *redis.Script, ref Ref, args ...
 	return s.runKeys(ctx, sc, []string{s.keys.Task(ref)}, args...)
 }
 
-// liveKeys are the keys of a script that may end the task: the record and
-// the owner's live set.
+// liveKeys are the keys of a script that may end the task: the record, the
+// owner's live set and held index.
 func (s *Store) liveKeys(ref Ref) []string {
-	return []string{s.keys.Task(ref), s.keys.Live(ref.Owner)}
+	return []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Held(ref.Owner)}
 }
+
+// LostAfter is how long a held task may go without a heartbeat before its
+// delivery counts as lost (Options.LostAfter).
+func (s *Store) LostAfter() time.Duration { return s.lost }
 
 // runKeys is runCode for scripts with more keys (all in the owner's slot).
 func (s *Store) runKeys(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {

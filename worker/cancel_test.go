@@ -158,7 +158,7 @@ func TestCancelBeforeClaim(t *testing.T) {
 			ctx := context.Background()
 			tk := h.create(t, "job", `{}`)
 			if tc.lostAttempt {
-				if _, err := h.store.Claim(ctx, tk.ref); err != nil {
+				if _, err := h.store.Claim(ctx, tk.ref, 0); err != nil {
 					t.Fatalf("Claim: %v", err)
 				}
 			}
@@ -230,7 +230,7 @@ func TestRedeliveredTerminalJobIsNoop(t *testing.T) {
 			if before.Status != tc.want {
 				t.Fatalf("first delivery ended %s, want %s", before.Status, tc.want)
 			}
-			h.enqueue(t, tk, "job", tk.ref.ID+"-redelivered")
+			h.enqueue(t, tk, "job", tk.ref.ID+"#0") // job 0 again, under an id asynq takes twice
 			h.barrier(t)
 			if n := calls.n.Load(); n != 1 {
 				t.Errorf("handler ran %d times, want 1", n)
@@ -322,7 +322,7 @@ func TestFencing(t *testing.T) {
 			if a := recv(t, started, "attempt 1 start"); a != 1 {
 				t.Fatalf("worker attempt = %d, want 1", a)
 			}
-			claim, err := h.store.Claim(ctx, tk.ref) // a re-delivery elsewhere
+			claim, err := h.store.Claim(ctx, tk.ref, 0) // a re-delivery elsewhere
 			if err != nil || claim.Attempt != 2 {
 				t.Fatalf("second Claim = %+v, %v; want attempt 2", claim, err)
 			}

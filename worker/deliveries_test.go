@@ -36,7 +36,7 @@ func TestCancelReachesNewerDelivery(t *testing.T) {
 		if a := <-started; a != 1 {
 			t.Fatalf("first delivery is attempt %d", a)
 		}
-		h.enqueue(t, tk, "block", tk.ref.ID+"#dup") // a second job for the same task
+		h.enqueue(t, tk, "block", tk.ref.ID+"#0") // job 0 delivered again (an id asynq takes twice)
 		if a := <-started; a != 2 {
 			t.Fatalf("second delivery is attempt %d", a)
 		}

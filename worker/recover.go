@@ -3,11 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/hibiken/asynq"
-
-	"github.com/mcpq/mcpq/taskstate"
 )
 
 // recoverStranded re-enqueues tasks whose job is gone: a front end that
@@ -39,10 +36,7 @@ func (w *Worker) recoverStranded(ctx context.Context, client *asynq.Client, insp
 		case !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
 			return n, err
 		}
-		job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(st.Ref))
-		_, err = client.EnqueueContext(ctx, job, asynq.TaskID(st.JobID), asynq.Queue(queue),
-			asynq.MaxRetry(3), asynq.Timeout(w.cfg.MaxTTL+time.Minute))
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		if err := w.enqueueJob(ctx, client, st.Ref, e.queue, st.Seq); err != nil {
 			return n, err
 		}
 		w.log.Warn("re-enqueued a stranded task", "task", st.Ref.ID, "job", st.JobID, "tool", st.Tool)

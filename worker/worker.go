@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -44,6 +45,16 @@ type Config struct {
 	// RecoverAfter is how long a working task may sit with no job before
 	// the worker re-enqueues it (front end died before enqueueing; default 30s).
 	RecoverAfter time.Duration
+	// LostAfter is how old a running task's last heartbeat may be before
+	// its delivery counts as lost and the task is run again (default
+	// taskstate.DefaultLostAfter, 10s). Keep it several HeartbeatIntervals.
+	LostAfter time.Duration
+	// MaxLostDeliveries is how many lost deliveries a task survives; one
+	// more ends it "failed" (default 3).
+	MaxLostDeliveries int
+	// TakeoverInterval is how often the worker looks for lost deliveries
+	// and overdue cancels (default 1s; any number of workers may look).
+	TakeoverInterval time.Duration
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the worker's logs (default slog.Default()).
@@ -65,6 +76,8 @@ type Worker struct {
 	jobsMu sync.Mutex
 	jobs   map[string]map[int64]func()
 	ready  chan struct{} // closed once the catalog is published and jobs are taken
+	// stopping is set once Run begins shutting down.
+	stopping atomic.Bool
 }
 
 // Ready is closed once Run has published the catalog and takes jobs.
@@ -99,12 +112,21 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.RecoverAfter <= 0 {
 		cfg.RecoverAfter = 30 * time.Second
 	}
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = taskstate.DefaultLostAfter
+	}
+	if cfg.MaxLostDeliveries <= 0 {
+		cfg.MaxLostDeliveries = 3
+	}
+	if cfg.TakeoverInterval <= 0 {
+		cfg.TakeoverInterval = time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
 		jobs:  map[string]map[int64]func(){},
-		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock})}
+		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter})}
 	for _, t := range tools {
 		e, err := toolEntry(t)
 		if err != nil {
@@ -155,12 +177,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		Queues:            queues,
 		TaskCheckInterval: w.cfg.TaskCheckInterval,
 		ShutdownTimeout:   w.cfg.ShutdownTimeout,
+		RetryDelayFunc:    retryDelay,
 		Logger:            asynqLogger{w.log},
 		LogLevel:          asynq.WarnLevel,
 	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(taskstate.JobType, func(jctx context.Context, t *asynq.Task) error {
-		return w.process(jctx, t.Payload())
+		id, _ := asynq.GetTaskID(jctx)
+		return w.process(jctx, id, t.Payload())
 	})
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("worker: start asynq: %w", err)
@@ -175,9 +199,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer rescue.Stop()
 	client := asynq.NewClientFromRedisClient(w.cfg.Redis)
 	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
+	tctx, stopTakeover := context.WithCancel(ctx)
+	defer stopTakeover()
+	go w.takeover(tctx, client)
 	for {
 		select {
 		case <-ctx.Done():
+			w.stopping.Store(true)
 			srv.Stop()
 			srv.Shutdown()
 			w.log.Info("worker stopped")
@@ -210,21 +238,27 @@ func (w *Worker) publish(ctx context.Context) error {
 	return w.store.PublishTools(ctx, defs)
 }
 
-// process runs one delivery of a task's job. It returns nil when the job is
-// done with (whatever the task's outcome) and an error only when the job
-// should be delivered again (Redis unreachable, worker shutting down).
-func (w *Worker) process(ctx context.Context, payload []byte) error {
+// process runs one delivery of a task's job (asynq task id jobID). It
+// returns nil when the job is done with (whatever the task's outcome) and
+// an error only when the job should be delivered again (Redis unreachable,
+// worker shutting down).
+func (w *Worker) process(ctx context.Context, jobID string, payload []byte) error {
 	ref, err := taskstate.DecodeJob(payload)
 	if err != nil {
 		w.log.Error("undecodable job payload dropped", "err", err)
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	claim, err := w.store.Claim(ctx, ref)
+	seq, ok := taskstate.JobSeq(ref, jobID)
+	if !ok {
+		w.log.Error("job id names no job of its task: dropped", "task", ref.ID, "job", jobID)
+		return fmt.Errorf("%w: job id %q", asynq.SkipRetry, jobID)
+	}
+	claim, err := w.store.Claim(ctx, ref, seq)
 	switch {
 	case err == nil:
 	case errors.Is(err, taskstate.ErrTerminal), errors.Is(err, taskstate.ErrCancelled),
 		errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired),
-		errors.Is(err, taskstate.ErrIllegal):
+		errors.Is(err, taskstate.ErrIllegal), errors.Is(err, taskstate.ErrStale):
 		w.log.Debug("job is a no-op", "task", ref.ID, "reason", err)
 		return nil
 	default:
@@ -252,8 +286,7 @@ func (w *Worker) process(ctx context.Context, payload []byte) error {
 	} else {
 		res, herr := w.run(runCtx, e.run, call)
 		if ctx.Err() != nil && !call.cancelRequested() {
-			log().Info("worker stopping: job goes back to the queue")
-			return ctx.Err()
+			return w.interrupted(ctx, ref, claim.Attempt, log)
 		}
 		if errors.Is(context.Cause(runCtx), errStop) {
 			herr = errStop
@@ -274,16 +307,62 @@ func (w *Worker) process(ctx context.Context, payload []byte) error {
 		out = outcome(e, res, herr, call.cancelRequested())
 	}
 	// The outcome is written with a fresh context: a cancel stopped runCtx.
-	if err := w.store.Finish(context.WithoutCancel(ctx), ref, claim.Attempt, out); err != nil {
-		if errors.Is(err, taskstate.ErrTerminal) || errors.Is(err, taskstate.ErrStale) ||
-			errors.Is(err, taskstate.ErrExpired) || errors.Is(err, taskstate.ErrNotFound) {
-			log().Info("outcome not written", "status", out.Status, "reason", err)
-			return nil
-		}
+	err = w.finish(context.WithoutCancel(ctx), ref, claim.Attempt, out)
+	switch {
+	case errors.Is(err, taskstate.ErrCancelled):
+		log().Info("cancel acknowledged before the outcome: task ended cancelled", "outcome", out.Status)
+	case errors.Is(err, taskstate.ErrTerminal) || errors.Is(err, taskstate.ErrStale) ||
+		errors.Is(err, taskstate.ErrExpired) || errors.Is(err, taskstate.ErrNotFound):
+		log().Info("outcome not written", "status", out.Status, "reason", err)
+	case err != nil:
 		return err
+	default:
+		log().Debug("task finished", "status", out.Status)
 	}
-	log().Debug("task finished", "status", out.Status)
 	return nil
+}
+
+// finishRetryFor bounds how long finish keeps trying to write an outcome
+// while Redis is unreachable.
+const finishRetryFor = 2 * time.Minute
+
+// finish writes the outcome, retrying while Redis is unreachable (up to
+// finishRetryFor, or until the worker stops), so work done across a Redis
+// outage is written as soon as Redis is back rather than run again. No
+// takeover can come between: the scan waits LostAfter after an outage.
+func (w *Worker) finish(ctx context.Context, ref taskstate.Ref, attempt int64, out taskstate.Outcome) error {
+	deadline := time.Now().Add(finishRetryFor)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := w.store.Finish(ctx, ref, attempt, out)
+		if err == nil || errors.Is(err, taskstate.ErrCancelled) || errors.Is(err, taskstate.ErrTerminal) ||
+			errors.Is(err, taskstate.ErrStale) || errors.Is(err, taskstate.ErrExpired) ||
+			errors.Is(err, taskstate.ErrNotFound) || errors.Is(err, taskstate.ErrIllegal) ||
+			time.Now().Add(wait).After(deadline) || w.stopping.Load() {
+			return err
+		}
+		w.log.Warn("outcome not written yet: retrying", "task", ref.ID, "err", err, "in", wait)
+		time.Sleep(wait)
+	}
+}
+
+// interrupted handles a delivery whose context ended while its handler ran
+// and no cancel was asked: the worker is shutting down (asynq puts the job
+// back in the queue), or asynq ended it (its lease ran out, say after the
+// process was paused). In the second case the task is usually another
+// delivery's by now: then nothing more is done.
+func (w *Worker) interrupted(ctx context.Context, ref taskstate.Ref, attempt int64, log func() *slog.Logger) error {
+	if w.stopping.Load() {
+		log().Info("worker stopping: job goes back to the queue")
+		return ctx.Err()
+	}
+	switch err := w.store.Heartbeat(context.WithoutCancel(ctx), ref, attempt); {
+	case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
+		errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
+		log().Info("task no longer ours (taken over or ended while this delivery was cut off): stopped without writing")
+		return nil
+	}
+	log().Warn("asynq ended the job's context: it will be delivered again", "err", context.Cause(ctx))
+	return ctx.Err()
 }
 
 func (w *Worker) track(id string, attempt int64, stop func()) {
@@ -372,7 +451,7 @@ func (w *Worker) run(ctx context.Context, h func(context.Context, *Call) (any, e
 func outcome(e *entry, res any, err error, cancelRequested bool) taskstate.Outcome {
 	var perr *proto.Error
 	switch {
-	case errors.Is(err, ErrCancelled) || (err != nil && cancelRequested):
+	case errors.Is(err, ErrCancelled) || cancelRequested:
 		return taskstate.Outcome{Status: proto.StatusCancelled, StatusMessage: "Cancelled"}
 	case errors.As(err, &perr):
 		return failed(perr)

@@ -1,11 +1,14 @@
 -- cancel.lua: a client asks to cancel the task (tasks/cancel).
--- KEYS[1] task hash   KEYS[2] the owner's live set
+-- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
 -- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id   ARGV[4] stops channel
+-- ARGV[5] cancel grace (ms)
 -- A task is held while a delivery runs it ('running' is its attempt; claim
 -- sets it, parking and resuming clear it).
--- Returns OK (flag set and "cancel" published: the worker stops at its next
--- step), CANCELLED (no worker held the task, so it is "cancelled" now),
--- TERMINAL (already ended: nothing written), NOT_FOUND or EXPIRED.
+-- Returns OK (flag set and "cancel" published: the worker ends the task
+-- "cancelled" at once; if it has not within the grace, because its worker
+-- is gone, takeover.lua does: the held index is due then), CANCELLED (no
+-- worker held the task, so it is "cancelled" now), TERMINAL (already ended:
+-- nothing written), NOT_FOUND or EXPIRED.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'cancel')
 local status = f[1]
 if not status then return NOT_FOUND end
@@ -20,7 +23,8 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   return CANCELLED
 end
 if f[5] ~= '1' then
-  redis.call('HSET', KEYS[1], 'cancel', 1, 'statusMessage', 'Cancelling', 'lastUpdatedAt', ARGV[1])
+  redis.call('HSET', KEYS[1], 'cancel', 1, 'cancelAt', ARGV[1], 'statusMessage', 'Cancelling', 'lastUpdatedAt', ARGV[1])
+  look_at(ARGV[3], tonumber(ARGV[1]) + tonumber(ARGV[5]))
 end
 redis.call('PUBLISH', ARGV[2], 'cancel')
 redis.call('PUBLISH', ARGV[4], ARGV[3])

@@ -1,17 +1,26 @@
 -- finish.lua: a worker ends the task: completed (with result), failed (with
 -- a JSON-RPC error) or cancelled.
--- KEYS[1] task hash   KEYS[2] the owner's live set
+-- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
 -- ARGV[1] now (unix ms)   ARGV[2] attempt   ARGV[3] target status
 -- ARGV[4] payload field ('result', 'error' or '')   ARGV[5] payload (JSON)
 -- ARGV[6] statusMessage   ARGV[7] events channel   ARGV[8] task id
--- Returns OK, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the target is not a
--- terminal status, or the table refuses): nothing is written then.
-local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt')
+-- An acknowledged cancel is kept: once the cancel flag is set, any outcome
+-- is written as "cancelled" (without result or error) and CANCELLED returned.
+-- Returns OK, CANCELLED, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
+-- target is not a terminal status, or the table refuses): nothing is written then.
+local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel')
 if not f[1] then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
 if (f[4] or '0') ~= ARGV[2] then return STALE end
 if not terminal(ARGV[3]) or not allowed(f[1], ARGV[3]) then return ILLEGAL end
+if f[5] == '1' and ARGV[3] ~= 'cancelled' then
+  if not allowed(f[1], 'cancelled') then return ILLEGAL end
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
+  ended(ARGV[8])
+  redis.call('PUBLISH', ARGV[7], 'cancelled')
+  return CANCELLED
+end
 if ARGV[4] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], ARGV[4], ARGV[5])
 else

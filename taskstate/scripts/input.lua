@@ -1,8 +1,8 @@
 -- input.lua: a worker asks for input: the task moves to "input_required"
 -- with keyed requests and is parked (its job ends; tasks/update resumes it).
--- KEYS[1] task hash
+-- KEYS[1] task hash   KEYS[2] the owner's held index (a parked task is held by no delivery)
 -- ARGV[1] now (unix ms)   ARGV[2] attempt   ARGV[3] events channel
--- ARGV[4..] pairs of key, request JSON ({method, params})
+-- ARGV[4] task id   ARGV[5..] pairs of key, request JSON ({method, params})
 -- Keys are unique for the task's life: a key ever issued (pending or
 -- answered) is refused with KEY_REUSED.
 -- Returns OK, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL, KEY_REUSED,
@@ -16,15 +16,16 @@ if (f[4] or '0') ~= ARGV[2] then return STALE end
 if f[5] == '1' then return CANCELLED end
 if not allowed(f[1], 'input_required') then return ILLEGAL end
 local n = 0
-for i = 4, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   if redis.call('HEXISTS', KEYS[1], 'req:' .. ARGV[i]) == 1 or redis.call('HEXISTS', KEYS[1], 'ans:' .. ARGV[i]) == 1 then
     return KEY_REUSED
   end
   n = n + 1
 end
 if n == 0 then return ILLEGAL end
-for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 1]) end
+for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 1]) end
 redis.call('HSET', KEYS[1], 'status', 'input_required', 'pending', n, 'running', 0, 'statusMessage', 'Waiting for input',
   'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[4])
 redis.call('PUBLISH', ARGV[3], 'input_required')
 return OK

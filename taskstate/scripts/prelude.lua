@@ -17,12 +17,20 @@ local function expired(createdAt, ttlMs, now)
   return tonumber(now) >= tonumber(createdAt) + tonumber(ttlMs)
 end
 
--- ended: a task left the live set (KEYS[2] of every script that can end one)
--- and drops what only a run needs: its arguments, the creating client's
--- capabilities, the handler's checkpoint and which delivery held it when
--- (KEYS[1], the record), which a finished task would otherwise keep for the
--- rest of its TTL.
+-- ended: a task left the live set and the held index (KEYS[2] and KEYS[3] of
+-- every script that can end one) and drops what only a run needs: its
+-- arguments, the creating client's capabilities, the handler's checkpoint
+-- and which delivery held it when (KEYS[1], the record), which a finished
+-- task would otherwise keep for the rest of its TTL.
 local function ended(id)
   redis.call('ZREM', KEYS[2], id)
-  redis.call('HDEL', KEYS[1], 'arguments', 'caps', 'checkpoint', 'running', 'heartbeat')
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('HDEL', KEYS[1], 'arguments', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt')
+end
+
+-- look_at: the held index (KEYS[3]) is to look at task id again by unix ms
+-- due: an earlier time already there stays.
+local function look_at(id, due)
+  local cur = redis.call('ZSCORE', KEYS[3], id)
+  if not cur or tonumber(cur) > tonumber(due) then redis.call('ZADD', KEYS[3], due, id) end
 end

@@ -2,30 +2,30 @@
 -- stop, publish "expired" to listeners, delete the record and drop it from
 -- the owner's indexes. A task whose TTL was extended meanwhile is re-indexed
 -- at its new deadline instead.
--- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's deadline index
--- KEYS[4] the owner's task index
+-- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[4] the owner's deadline index   KEYS[5] the owner's task index
 -- ARGV[1] now (unix ms)   ARGV[2] task id   ARGV[3] events channel   ARGV[4] stops channel
 -- Returns OK (reaped), NOT_FOUND (already gone; index cleaned), or ILLEGAL
 -- (not expired yet; re-indexed).
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs')
 if not f[1] then
   ended(ARGV[2])
-  redis.call('ZREM', KEYS[3], ARGV[2])
   redis.call('ZREM', KEYS[4], ARGV[2])
+  redis.call('ZREM', KEYS[5], ARGV[2])
   return NOT_FOUND
 end
 if not expired(f[2], f[3], ARGV[1]) then
   if f[3] and f[3] ~= '' then
-    redis.call('ZADD', KEYS[3], tonumber(f[2]) + tonumber(f[3]), ARGV[2])
+    redis.call('ZADD', KEYS[4], tonumber(f[2]) + tonumber(f[3]), ARGV[2])
   else
-    redis.call('ZREM', KEYS[3], ARGV[2])
+    redis.call('ZREM', KEYS[4], ARGV[2])
   end
   return ILLEGAL
 end
 redis.call('DEL', KEYS[1])
 ended(ARGV[2])
-redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('ZREM', KEYS[4], ARGV[2])
+redis.call('ZREM', KEYS[5], ARGV[2])
 redis.call('PUBLISH', ARGV[3], 'expired')
 redis.call('PUBLISH', ARGV[4], ARGV[2])
 return OK

@@ -1,0 +1,59 @@
+-- takeover.lua: look at a task of the held index that is due: mcpq, not
+-- asynq's lease, decides when a delivery is lost. A delivery whose
+-- heartbeat is older than lost-after is taken back: the task gets a new job
+-- sequence number (the caller enqueues that job; a late delivery of the old
+-- job then claims nothing) and the old attempt is fenced off at once. A
+-- task whose cancel was acknowledged more than the cancel grace ago ends
+-- "cancelled" (its worker did not end it: gone, or not listening). After
+-- max-lost lost deliveries the task ends "failed" instead of running again.
+-- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- ARGV[1] now (unix ms)   ARGV[2] lost-after (ms)   ARGV[3] cancel grace (ms)
+-- ARGV[4] max lost deliveries   ARGV[5] events channel   ARGV[6] task id
+-- ARGV[7] stops channel   ARGV[8] '1' to take back lost deliveries ('0': only
+-- end overdue cancels; the caller could not tell a lost worker from its own
+-- lost view of Redis)
+-- Returns {OK, seq, lost, heartbeat, tool}: taken back; enqueue job seq. {CANCELLED}
+-- or {LIMIT, lost, heartbeat} (ended "failed": the caller writes nothing
+-- more). {ILLEGAL}: nothing to do (not held any more: dropped from the index;
+-- or not due yet: re-indexed at its due time). {NOT_FOUND}, {EXPIRED}
+-- (dropped from the index; the reaper ends an expired task).
+local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'heartbeat', 'cancel',
+  'cancelAt', 'lost', 'tool')
+local id, now = ARGV[6], tonumber(ARGV[1])
+if not f[1] then redis.call('ZREM', KEYS[3], id); return {NOT_FOUND} end
+if expired(f[2], f[3], ARGV[1]) then redis.call('ZREM', KEYS[3], id); return {EXPIRED} end
+if f[1] ~= 'working' or not f[4] or f[4] == '0' then redis.call('ZREM', KEYS[3], id); return {ILLEGAL} end
+local beat = tonumber(f[5] or '0')
+local due = beat + tonumber(ARGV[2])
+if f[6] == '1' then due = math.min(due, tonumber(f[7] or '0') + tonumber(ARGV[3])) end
+if now < due then redis.call('ZADD', KEYS[3], due, id); return {ILLEGAL} end
+if f[6] == '1' then
+  if not allowed('working', 'cancelled') then return {ILLEGAL} end
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
+  ended(id)
+  redis.call('PUBLISH', ARGV[5], 'cancelled')
+  redis.call('PUBLISH', ARGV[7], id)
+  return {CANCELLED}
+end
+if ARGV[8] ~= '1' then return {ILLEGAL} end
+local lost = redis.call('HINCRBY', KEYS[1], 'lost', 1)
+-- The old attempt's writes are refused from now on (every worker write
+-- carries its attempt); the next claim numbers the new one.
+redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+if lost > tonumber(ARGV[4]) then
+  if not allowed('working', 'failed') then return {ILLEGAL} end
+  local msg = 'Its worker was lost ' .. lost .. ' times (no heartbeat for ' .. ARGV[2] .. ' ms); not run again'
+  redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', msg, 'lastUpdatedAt', ARGV[1],
+    'error', cjson.encode({code = -32603, message = 'Internal error: ' .. msg}))
+  ended(id)
+  redis.call('PUBLISH', ARGV[5], 'failed')
+  redis.call('PUBLISH', ARGV[7], id)
+  return {LIMIT, lost, beat}
+end
+local seq = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
+redis.call('HSET', KEYS[1], 'running', 0, 'lastUpdatedAt', ARGV[1],
+  'statusMessage', 'Its worker was lost (no heartbeat for ' .. ARGV[2] .. ' ms); queued to run again')
+redis.call('ZREM', KEYS[3], id)
+redis.call('PUBLISH', ARGV[5], 'working')
+redis.call('PUBLISH', ARGV[7], id)
+return {OK, seq, lost, beat, f[9] or ''}

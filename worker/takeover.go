@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// takeover runs the takeover scan every TakeoverInterval until ctx ends: a
+// delivery whose heartbeat is LostAfter old is taken back and its task's
+// next job enqueued at once, without waiting for asynq's lease recovery
+// (60 s and more); an acknowledged cancel its worker did not end within
+// the store's cancel grace ends "cancelled"; a task that lost more than
+// MaxLostDeliveries deliveries ends "failed". Lost deliveries are taken
+// back only once this worker has reached Redis without a failure for
+// LostAfter: after an outage every heartbeat is old, and live workers need
+// a heartbeat interval to show they are alive.
+func (w *Worker) takeover(ctx context.Context, client *asynq.Client) {
+	tick := time.NewTicker(w.cfg.TakeoverInterval)
+	defer tick.Stop()
+	var healthySince time.Time // zero: the last scan failed
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		if healthySince.IsZero() {
+			healthySince = now
+		}
+		taken, stats, err := w.store.TakeOver(ctx, w.cfg.MaxLostDeliveries, now.Sub(healthySince) >= w.cfg.LostAfter)
+		if err == nil {
+			err = w.rerun(ctx, client, taken)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("takeover scan", "err", err)
+			}
+			healthySince = time.Time{}
+		}
+		if stats.Cancelled > 0 || stats.Failed > 0 {
+			w.log.Info("takeover scan ended tasks", "cancelled", stats.Cancelled, "failedAfterLostDeliveries", stats.Failed)
+		}
+	}
+}
+
+// rerun enqueues the next job of each task taken back. A job not enqueued
+// (Redis gone again) is found later by the stranded-task recovery, which
+// enqueues the same job id.
+func (w *Worker) rerun(ctx context.Context, client *asynq.Client, taken []taskstate.TakenBack) error {
+	var queues map[string]string // tool key → queue, from the catalog, read once if needed
+	for _, tb := range taken {
+		queue := ""
+		if e := w.entry(tb.Tool); e != nil {
+			queue = e.queue
+		} else {
+			if queues == nil {
+				defs, err := w.store.Tools(ctx)
+				if err != nil {
+					return err
+				}
+				queues = map[string]string{}
+				for _, d := range defs {
+					queues[d.Key()] = d.Queue
+				}
+			}
+			queue = queues[tb.Tool]
+		}
+		if queue == "" {
+			queue = DefaultQueue
+		}
+		if err := w.enqueueJob(ctx, client, tb.Ref, queue, tb.Seq); err != nil {
+			return err
+		}
+		w.log.Warn("took a task back from a lost worker", "task", tb.Ref.ID, "tool", tb.Tool,
+			"lastHeartbeat", tb.Heartbeat, "lostDeliveries", tb.Lost, "job", taskstate.JobID(tb.Ref, tb.Seq))
+	}
+	return nil
+}
+
+// enqueueJob enqueues the task's job number seq on queue (an mcpq queue
+// name), as the front end does; a job already there is a harmless conflict.
+func (w *Worker) enqueueJob(ctx context.Context, client *asynq.Client, ref taskstate.Ref, queue string, seq int64) error {
+	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref))
+	_, err := client.EnqueueContext(ctx, job, asynq.TaskID(taskstate.JobID(ref, seq)),
+		asynq.Queue(w.store.Keys().Queue(queue)), asynq.MaxRetry(jobMaxRetry), asynq.Timeout(w.cfg.MaxTTL+time.Minute))
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	return err
+}
+
+// jobMaxRetry is how often asynq re-delivers a job whose delivery returned
+// an error (Redis unreachable mid-run); retryDelay keeps those re-deliveries
+// seconds apart, not asynq's default minutes.
+const jobMaxRetry = 3
+
+// retryDelay is the asynq RetryDelayFunc: 1 s, 2 s, 4 s, at most 10 s.
+func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
+	return min(time.Second<<min(n, 4), 10*time.Second)
+}
