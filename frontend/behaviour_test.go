@@ -330,7 +330,7 @@ func TestAsynqWorker(t *testing.T) {
 			if err != nil {
 				return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 			}
-			c, err := e.store.Claim(ctx, r)
+			c, err := e.store.Claim(ctx, r, 0)
 			if err != nil {
 				return nil // ended, cancelled or not ours: a no-op
 			}

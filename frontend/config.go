@@ -69,6 +69,10 @@ type Config struct {
 	AllowUnlimitedTTL bool
 	// PollInterval is the pollIntervalMs for tools that set none (default 1s).
 	PollInterval time.Duration
+	// LostAfter is the workers' lost-delivery bound (worker.Config.LostAfter):
+	// a running task silent that long shows "No word from its worker"
+	// (default taskstate.DefaultLostAfter).
+	LostAfter time.Duration
 	// CatalogTTL is how long the tool catalog read from Redis is reused (default 1s).
 	CatalogTTL time.Duration
 	// Clock is the time source (default time.Now).

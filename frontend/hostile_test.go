@@ -631,7 +631,7 @@ func FuzzHostile(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		c, err := e.store.Claim(ctx, rec.Ref)
+		c, err := e.store.Claim(ctx, rec.Ref, 0)
 		if err != nil {
 			f.Fatal(err)
 		}

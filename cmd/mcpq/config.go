@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
@@ -114,10 +115,19 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", envDuration("MCPQ_POLL_INTERVAL", time.Second), "pollIntervalMs for tools that set none (env MCPQ_POLL_INTERVAL)")
 }
 
+// lostAfterFlag registers --lost-after, the one lost-delivery bound front
+// ends and workers share (mcpq dev registers it once, for both).
+func lostAfterFlag(fs *flag.FlagSet, d *time.Duration) {
+	fs.DurationVar(d, "lost-after", envDuration("MCPQ_LOST_AFTER", taskstate.DefaultLostAfter),
+		"a running task whose worker has not heartbeat for this long is run again elsewhere (env MCPQ_LOST_AFTER)")
+}
+
 // workerFlags registers the worker's flags, defaulted from the environment.
 func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", envInt("MCPQ_CONCURRENCY", 10), "jobs run at once (env MCPQ_CONCURRENCY)")
 	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs (env MCPQ_TASK_CHECK_INTERVAL)")
+	lostAfterFlag(fs, &cfg.LostAfter)
+	fs.IntVar(&cfg.MaxLostDeliveries, "max-lost-deliveries", envInt("MCPQ_MAX_LOST_DELIVERIES", 3), "lost deliveries a task survives; one more ends it failed (env MCPQ_MAX_LOST_DELIVERIES)")
 	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance" (env MCPQ_FIXTURES)`)
 }
 

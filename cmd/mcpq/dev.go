@@ -41,6 +41,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 	fcfg.Redis, wcfg.Redis = rdb, rdb
+	fcfg.LostAfter = wcfg.LostAfter
 	auth2, err := auth.devAuth(rdb)
 	if err != nil {
 		return err

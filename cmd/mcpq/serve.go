@@ -23,6 +23,7 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	addr := fs.String("addr", env("MCPQ_ADDR", ":8080"), "listen address (env MCPQ_ADDR)")
 	cfg := frontend.Config{Logger: log, Prefix: env("MCPQ_PREFIX", "")}
 	frontendFlags(fs, &cfg)
+	lostAfterFlag(fs, &cfg.LostAfter)
 	var auth authFlags
 	auth.register(fs)
 	hf := httpFlags(fs)
