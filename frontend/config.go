@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
 )
 
 // Enqueuer puts a task's job on an asynq queue (*asynq.Client is one).
@@ -62,7 +63,8 @@ type Config struct {
 	SyncWaitLimit time.Duration
 	// DefaultTTL is the task lifetime for tools that set none (default 1h).
 	DefaultTTL time.Duration
-	// MaxTTL caps every task lifetime (default 24h).
+	// MaxTTL caps every task lifetime (default taskstate.DefaultMaxTTL, 24h;
+	// workers must have the same worker.Config.MaxTTL).
 	MaxTTL time.Duration
 	// AllowUnlimitedTTL lets tools ask for tasks that never expire
 	// (ttlMs null); otherwise they get MaxTTL.
@@ -117,7 +119,7 @@ func (c *Config) setDefaults() error {
 	def(&c.SyncBudget, 500*time.Millisecond)
 	def(&c.SyncWaitLimit, 5*time.Minute)
 	def(&c.DefaultTTL, time.Hour)
-	def(&c.MaxTTL, 24*time.Hour)
+	def(&c.MaxTTL, taskstate.DefaultMaxTTL)
 	def(&c.PollInterval, time.Second)
 	def(&c.CatalogTTL, time.Second)
 	if c.Clock == nil {

@@ -50,7 +50,8 @@ func toRPC(err error) (*proto.Error, int) {
 }
 
 // statusForCode is the HTTP status of a JSON-RPC error code (status-code
-// table of docs/protocol.md A6; codes the table does not name answer 200).
+// table of the 2026-07-28 Streamable HTTP transport; codes the table does
+// not name answer 200).
 func statusForCode(code int) int {
 	switch code {
 	case proto.CodeParseError, proto.CodeInvalidRequest, proto.CodeHeaderMismatch,

@@ -130,6 +130,9 @@ func TestHostileGuessedIDs(t *testing.T) {
 		for range 40 {
 			guesses = append(guesses, taskstate.NewID())
 		}
+		// A mangling can leave the id as it was (ToLower of an id with no
+		// upper-case letter): such a guess is the id, not a guess.
+		guesses = slices.DeleteFunc(guesses, func(g string) bool { return g == id })
 		for _, m := range taskMethods {
 			want := e.send(keyAlice, taskBody(m, taskstate.NewID()), nil)
 			mustMatch(t, want, 200, taskNotFound)

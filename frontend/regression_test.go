@@ -29,7 +29,7 @@ import (
 // (json.Unmarshal of null sets the meta map to nil). net/http recovers the
 // panic and drops the connection, so the client gets no answer at all.
 // It also leaves resultType unset when the stored result has none, though
-// every result must carry it (docs/protocol.md A4).
+// every 2026-07-28 result must carry it.
 func TestStoredResultShapes(t *testing.T) {
 	const si = `"_meta":{"io.modelcontextprotocol/serverInfo":"<object>"}`
 	tests := []struct{ name, stored, want string }{

@@ -34,7 +34,7 @@ type invocation struct {
 	state     *string
 }
 
-// invoke runs inv with the server-directed decision of DESIGN.md: a sync
+// invoke runs inv with the server-directed decision (README, "How a call runs"): a sync
 // entry is waited for; a task tool answers a task at once (or, with a sync
 // budget, after gathering input by MRTR); an auto tool waits its budget and
 // then answers a task to a client with the Tasks extension, and keeps

@@ -3,6 +3,8 @@ package taskstate
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Sentinel errors. Callers test them with errors.Is; frontend maps them to
@@ -28,7 +30,16 @@ var (
 	ErrLimit = errors.New("taskstate: too many live tasks")
 )
 
-// Script return codes, as in scripts/prelude.lua.
+// NotOwned reports whether err says the writing delivery no longer owns
+// the task: a newer attempt took it (ErrStale), or it ended, expired or is
+// gone. The delivery then writes nothing more and stops.
+func NotOwned(err error) bool {
+	return errors.Is(err, ErrStale) || errors.Is(err, ErrTerminal) || errors.Is(err, ErrExpired) ||
+		errors.Is(err, ErrNotFound)
+}
+
+// Script return codes. Scripts see them as Lua locals of the same names
+// (luaCodes), so the two cannot drift apart.
 const (
 	codeOK = iota
 	codeNotFound
@@ -42,24 +53,38 @@ const (
 	codeLimit
 )
 
-var codeErrors = map[int64]error{
-	codeOK:        nil,
-	codeNotFound:  ErrNotFound,
-	codeIllegal:   ErrIllegal,
-	codeStale:     ErrStale,
-	codeExists:    ErrExists,
-	codeCancelled: ErrCancelled,
-	codeTerminal:  ErrTerminal,
-	codeExpired:   ErrExpired,
-	codeKeyReused: ErrKeyReused,
-	codeLimit:     ErrLimit,
+// scriptCodes is the one table of script return codes: the name scripts
+// use, and the error the Go side turns the code into; the index is the code.
+var scriptCodes = [...]struct {
+	lua string
+	err error
+}{
+	codeOK:        {"OK", nil},
+	codeNotFound:  {"NOT_FOUND", ErrNotFound},
+	codeIllegal:   {"ILLEGAL", ErrIllegal},
+	codeStale:     {"STALE", ErrStale},
+	codeExists:    {"EXISTS", ErrExists},
+	codeCancelled: {"CANCELLED", ErrCancelled},
+	codeTerminal:  {"TERMINAL", ErrTerminal},
+	codeExpired:   {"EXPIRED", ErrExpired},
+	codeKeyReused: {"KEY_REUSED", ErrKeyReused},
+	codeLimit:     {"LIMIT", ErrLimit},
 }
 
 // codeErr turns a script return code into a sentinel error.
 func codeErr(code int64) error {
-	err, ok := codeErrors[code]
-	if !ok {
+	if code < 0 || code >= int64(len(scriptCodes)) {
 		return fmt.Errorf("taskstate: unknown script code %d", code)
 	}
-	return err
+	return scriptCodes[code].err
+}
+
+// luaCodes renders scriptCodes as the Lua locals every script starts with.
+func luaCodes() string {
+	names := make([]string, len(scriptCodes))
+	values := make([]string, len(scriptCodes))
+	for i, c := range scriptCodes {
+		names[i], values[i] = c.lua, strconv.Itoa(i)
+	}
+	return "local " + strings.Join(names, ", ") + " = " + strings.Join(values, ", ") + "\n"
 }

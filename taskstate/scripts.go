@@ -9,8 +9,8 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// loadScript builds a script from the generated transition table, the
-// shared prelude and the named transition file.
+// loadScript builds a script from the generated transition table and
+// return codes, the shared prelude and the named transition file.
 func loadScript(name string) *redis.Script {
 	prelude, err := scriptFS.ReadFile("scripts/prelude.lua")
 	if err != nil {
@@ -20,7 +20,7 @@ func loadScript(name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(luaTransitions() + string(prelude) + string(body))
+	return redis.NewScript(luaTransitions() + luaCodes() + string(prelude) + string(body))
 }
 
 var (

@@ -29,10 +29,12 @@ type Options struct {
 	CancelGrace time.Duration
 }
 
-// Defaults of Options.LostAfter and Options.CancelGrace.
+// Defaults of Options.LostAfter and Options.CancelGrace, and of the cap
+// on task lifetimes front ends and workers share.
 const (
 	DefaultLostAfter   = 10 * time.Second
 	DefaultCancelGrace = 2 * time.Second
+	DefaultMaxTTL      = 24 * time.Hour
 )
 
 // Store reads and changes task records. It is safe for concurrent use.

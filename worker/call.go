@@ -108,8 +108,7 @@ func (c *Call) stateErr(err error) error {
 		return nil
 	case errors.Is(err, taskstate.ErrCancelled):
 		return ErrCancelled
-	case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
-		errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
+	case taskstate.NotOwned(err):
 		return errStop
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// The job's context ended (cancel, expiry, shutdown): the runtime

@@ -40,7 +40,8 @@ type Config struct {
 	// ReapInterval is how often the worker finalizes expired tasks (default
 	// 5s; any number of workers may reap at once).
 	ReapInterval time.Duration
-	// MaxTTL caps Call.ExtendTTL (default 24h).
+	// MaxTTL caps Call.ExtendTTL (default taskstate.DefaultMaxTTL, 24h;
+	// front ends must have the same frontend.Config.MaxTTL).
 	MaxTTL time.Duration
 	// RecoverAfter is how long a working task may sit with no job before
 	// the worker re-enqueues it (front end died before enqueueing; default 30s).
@@ -107,7 +108,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.ReapInterval = 5 * time.Second
 	}
 	if cfg.MaxTTL <= 0 {
-		cfg.MaxTTL = 24 * time.Hour
+		cfg.MaxTTL = taskstate.DefaultMaxTTL
 	}
 	if cfg.RecoverAfter <= 0 {
 		cfg.RecoverAfter = 30 * time.Second
@@ -256,9 +257,7 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	claim, err := w.store.Claim(ctx, ref, seq)
 	switch {
 	case err == nil:
-	case errors.Is(err, taskstate.ErrTerminal), errors.Is(err, taskstate.ErrCancelled),
-		errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired),
-		errors.Is(err, taskstate.ErrIllegal), errors.Is(err, taskstate.ErrStale):
+	case taskstate.NotOwned(err), errors.Is(err, taskstate.ErrCancelled), errors.Is(err, taskstate.ErrIllegal):
 		w.log.Debug("job is a no-op", "task", ref.ID, "reason", err)
 		return nil
 	default:
@@ -311,8 +310,7 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	switch {
 	case errors.Is(err, taskstate.ErrCancelled):
 		log().Info("cancel acknowledged before the outcome: task ended cancelled", "outcome", out.Status)
-	case errors.Is(err, taskstate.ErrTerminal) || errors.Is(err, taskstate.ErrStale) ||
-		errors.Is(err, taskstate.ErrExpired) || errors.Is(err, taskstate.ErrNotFound):
+	case taskstate.NotOwned(err):
 		log().Info("outcome not written", "status", out.Status, "reason", err)
 	case err != nil:
 		return err
@@ -334,10 +332,8 @@ func (w *Worker) finish(ctx context.Context, ref taskstate.Ref, attempt int64, o
 	deadline := time.Now().Add(finishRetryFor)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		err := w.store.Finish(ctx, ref, attempt, out)
-		if err == nil || errors.Is(err, taskstate.ErrCancelled) || errors.Is(err, taskstate.ErrTerminal) ||
-			errors.Is(err, taskstate.ErrStale) || errors.Is(err, taskstate.ErrExpired) ||
-			errors.Is(err, taskstate.ErrNotFound) || errors.Is(err, taskstate.ErrIllegal) ||
-			time.Now().Add(wait).After(deadline) || w.stopping.Load() {
+		if err == nil || taskstate.NotOwned(err) || errors.Is(err, taskstate.ErrCancelled) ||
+			errors.Is(err, taskstate.ErrIllegal) || time.Now().Add(wait).After(deadline) || w.stopping.Load() {
 			return err
 		}
 		w.log.Warn("outcome not written yet: retrying", "task", ref.ID, "err", err, "in", wait)
@@ -355,9 +351,7 @@ func (w *Worker) interrupted(ctx context.Context, ref taskstate.Ref, attempt int
 		log().Info("worker stopping: job goes back to the queue")
 		return ctx.Err()
 	}
-	switch err := w.store.Heartbeat(context.WithoutCancel(ctx), ref, attempt); {
-	case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
-		errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
+	if taskstate.NotOwned(w.store.Heartbeat(context.WithoutCancel(ctx), ref, attempt)) {
 		log().Info("task no longer ours (taken over or ended while this delivery was cut off): stopped without writing")
 		return nil
 	}
@@ -415,8 +409,7 @@ func (w *Worker) watch(ctx context.Context, ref taskstate.Ref, attempt int64,
 		switch {
 		case errors.Is(err, taskstate.ErrCancelled):
 			requestCancel()
-		case errors.Is(err, taskstate.ErrStale), errors.Is(err, taskstate.ErrTerminal),
-			errors.Is(err, taskstate.ErrExpired), errors.Is(err, taskstate.ErrNotFound):
+		case taskstate.NotOwned(err):
 			stop(errStop)
 			return
 		}

@@ -101,7 +101,6 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 	fs.DurationVar(&cfg.SyncBudget, "sync-budget", envDuration("MCPQ_SYNC_BUDGET", 500*time.Millisecond), "how long an auto tool call waits before it becomes a task (env MCPQ_SYNC_BUDGET)")
 	fs.DurationVar(&cfg.SyncWaitLimit, "sync-wait-limit", envDuration("MCPQ_SYNC_WAIT_LIMIT", 5*time.Minute), "longest a call is held open when it cannot be a task (env MCPQ_SYNC_WAIT_LIMIT)")
 	fs.DurationVar(&cfg.DefaultTTL, "default-ttl", envDuration("MCPQ_DEFAULT_TTL", time.Hour), "task lifetime for tools that set none (env MCPQ_DEFAULT_TTL)")
-	fs.DurationVar(&cfg.MaxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", 24*time.Hour), "cap on every task lifetime (env MCPQ_MAX_TTL)")
 	fs.BoolVar(&cfg.AllowUnlimitedTTL, "allow-unlimited-ttl", env("MCPQ_ALLOW_UNLIMITED_TTL", "") == "true", "let tools ask for tasks that never expire (env MCPQ_ALLOW_UNLIMITED_TTL=true)")
 	fs.Func("allowed-origins", "comma-separated browser origins or host names allowed to call, * for all (env MCPQ_ALLOWED_ORIGINS; default localhost, 127.0.0.1, [::1])", func(v string) error {
 		cfg.AllowedOrigins = splitList(v)
@@ -115,18 +114,20 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", envDuration("MCPQ_POLL_INTERVAL", time.Second), "pollIntervalMs for tools that set none (env MCPQ_POLL_INTERVAL)")
 }
 
-// lostAfterFlag registers --lost-after, the one lost-delivery bound front
-// ends and workers share (mcpq dev registers it once, for both).
-func lostAfterFlag(fs *flag.FlagSet, d *time.Duration) {
-	fs.DurationVar(d, "lost-after", envDuration("MCPQ_LOST_AFTER", taskstate.DefaultLostAfter),
+// sharedFlags registers the settings front ends and workers must agree on,
+// each once (mcpq dev registers them once, for both): the lost-delivery
+// bound and the cap on task lifetimes.
+func sharedFlags(fs *flag.FlagSet, lostAfter, maxTTL *time.Duration) {
+	fs.DurationVar(lostAfter, "lost-after", envDuration("MCPQ_LOST_AFTER", taskstate.DefaultLostAfter),
 		"a running task whose worker has not heartbeat for this long is run again elsewhere (env MCPQ_LOST_AFTER)")
+	fs.DurationVar(maxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", taskstate.DefaultMaxTTL),
+		"cap on every task lifetime, also when a tool extends it (env MCPQ_MAX_TTL)")
 }
 
 // workerFlags registers the worker's flags, defaulted from the environment.
 func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", envInt("MCPQ_CONCURRENCY", 10), "jobs run at once (env MCPQ_CONCURRENCY)")
 	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs (env MCPQ_TASK_CHECK_INTERVAL)")
-	lostAfterFlag(fs, &cfg.LostAfter)
 	fs.IntVar(&cfg.MaxLostDeliveries, "max-lost-deliveries", envInt("MCPQ_MAX_LOST_DELIVERIES", 3), "lost deliveries a task survives; one more ends it failed (env MCPQ_MAX_LOST_DELIVERIES)")
 	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance" (env MCPQ_FIXTURES)`)
 }

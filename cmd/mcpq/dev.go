@@ -27,6 +27,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	wcfg := worker.Config{Logger: log}
 	var fixtures string
 	workerFlags(fs, &wcfg, &fixtures)
+	sharedFlags(fs, &wcfg.LostAfter, &wcfg.MaxTTL)
 	var auth authFlags
 	auth.register(fs)
 	hf := httpFlags(fs)
@@ -41,7 +42,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 	fcfg.Redis, wcfg.Redis = rdb, rdb
-	fcfg.LostAfter = wcfg.LostAfter
+	fcfg.LostAfter, fcfg.MaxTTL = wcfg.LostAfter, wcfg.MaxTTL
 	auth2, err := auth.devAuth(rdb)
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	addr := fs.String("addr", env("MCPQ_ADDR", ":8080"), "listen address (env MCPQ_ADDR)")
 	cfg := frontend.Config{Logger: log, Prefix: env("MCPQ_PREFIX", "")}
 	frontendFlags(fs, &cfg)
-	lostAfterFlag(fs, &cfg.LostAfter)
+	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL)
 	var auth authFlags
 	auth.register(fs)
 	hf := httpFlags(fs)
@@ -96,6 +96,7 @@ func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	cfg := worker.Config{Logger: log, Prefix: env("MCPQ_PREFIX", "")}
 	var fixtures string
 	workerFlags(fs, &cfg, &fixtures)
+	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL)
 	_ = fs.Parse(args)
 	rdb, err := redisClient()
 	if err != nil {

@@ -1,6 +1,5 @@
--- prelude.lua: prepended (after the generated TRANSITIONS table) to every script.
--- Return codes shared by all scripts; taskstate/codes.go mirrors them.
-local OK, NOT_FOUND, ILLEGAL, STALE, EXISTS, CANCELLED, TERMINAL, EXPIRED, KEY_REUSED, LIMIT = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
+-- prelude.lua: prepended to every script, after the generated TRANSITIONS
+-- table and return codes (OK, NOT_FOUND, ...: taskstate/errors.go).
 
 local function allowed(from, to)
   local row = TRANSITIONS[from or '']

@@ -1,5 +1,5 @@
 // Package conformance is the tool pack the official MCP conformance suite
-// calls by name (docs/conformance.md): the Tasks fixtures, the core tool,
+// calls by name (scripts/conformance runs it): the Tasks fixtures, the core tool,
 // prompt, resource and completion fixtures of the 2026-07-28 scenarios, and
 // the input_required (MRTR) family. It is not registered by default:
 // `mcpq dev --fixtures conformance` and `mcpq worker --fixtures conformance`

@@ -56,7 +56,7 @@ func (e *env) terminal(t *testing.T, tk task) *taskstate.Record {
 	return e.Terminal(t, tk)
 }
 
-// TestTools: the pack's definitions are what docs/conformance.md relies on.
+// TestTools: the pack's definitions are what the suite's scenarios rely on.
 func TestTools(t *testing.T) {
 	t.Parallel()
 	want := map[string]struct {

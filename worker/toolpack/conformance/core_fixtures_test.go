@@ -14,7 +14,7 @@ import (
 )
 
 // TestFixturesCatalog: Register publishes every fixture the suite calls by
-// name, with the policies and shapes docs/conformance.md relies on.
+// name, with the policies and shapes the suite's scenarios rely on.
 func TestFixturesCatalog(t *testing.T) {
 	t.Parallel()
 	e := fxStart(t)
