@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -183,6 +184,44 @@ func TestCreateWithJobRefused(t *testing.T) {
 		// Its job may be queued; a claim finds no record, so a worker drops it.
 		if _, err := e.s.Claim(ctx(t), ref, 0); !errors.Is(err, taskstate.ErrNotFound) {
 			t.Fatalf("Claim of the refused task = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// TestCaptureFailsClosed: under a capture, only what asynq v0.26.0 sends for
+// an enqueue is accepted. Any other command is an error rather than sent,
+// and a script other than the pinned enqueue script is refused rather than
+// recorded with a faked answer; outside a capture everything passes.
+func TestCaptureFailsClosed(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		jc := taskstate.NewJobCapture(b.Client)
+		cctx, job := taskstate.CaptureJob(ctx(t))
+		key := b.Prefix + "guard"
+		if err := jc.Set(cctx, key, "x", 0).Err(); err == nil {
+			t.Error("SET under a capture was sent")
+		}
+		if n, _ := b.Client.Exists(ctx(t), key).Result(); n != 0 {
+			t.Error("SET under a capture reached Redis")
+		}
+		const src = "return 1"
+		if err := jc.Eval(cctx, src, nil).Err(); err == nil {
+			t.Error("an unknown script under a capture was accepted")
+		}
+		if err := jc.EvalSha(cctx, "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", nil).Err(); err == nil {
+			t.Error("an unknown script's sha under a capture was accepted")
+		}
+		if job.Captured() {
+			t.Error("an unknown script was recorded")
+		}
+		if err := jc.SAdd(cctx, "asynq:queues", b.Prefix+"q").Err(); err != nil {
+			t.Errorf("asynq's queue-set SADD under a capture: %v", err)
+		}
+		_ = b.Client.SRem(ctx(t), "asynq:queues", b.Prefix+"q")
+		if err := jc.Set(ctx(t), key, "x", time.Minute).Err(); err != nil {
+			t.Errorf("SET outside a capture: %v", err)
+		}
+		if n, err := jc.Eval(ctx(t), src, nil).Int64(); err != nil || n != 1 {
+			t.Errorf("a script outside a capture: %d %v", n, err)
 		}
 	})
 }
