@@ -59,6 +59,10 @@ type Record struct {
 	Checkpoint json.RawMessage
 	// Resumes counts how often the task went back to work after input.
 	Resumes int64
+	// Version counts the state changes published on the task's events
+	// channel (field 'version'; Event.Version), so a listener can tell an
+	// event it already showed from a newer one.
+	Version int64
 }
 
 // Deadline is when the task expires; zero when unlimited.
@@ -134,6 +138,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 		r.Checkpoint = json.RawMessage(v)
 	}
 	r.Resumes = parseInt(f["resumes"])
+	r.Version = parseInt(f["version"])
 	for k, v := range f {
 		if key, ok := strings.CutPrefix(k, "req:"); ok {
 			if r.InputRequests == nil {

@@ -278,7 +278,7 @@ func TestHeartbeat(t *testing.T) {
 		if err := e.s.RequestCancel(ctx(t), ref); err != nil {
 			t.Fatalf("RequestCancel: %v", err)
 		}
-		w.expect(t, "cancel")
+		w.expect(t, "working") // the cancel request: still working, "Cancelling"
 		t.Run("cancel requested", func(t *testing.T) { beat(t, taskstate.ErrCancelled) })
 		t.Run("still cancel requested", func(t *testing.T) { beat(t, taskstate.ErrCancelled) })
 		t.Run("missing", func(t *testing.T) {
@@ -392,7 +392,7 @@ func TestRequestCancel(t *testing.T) {
 				return ref
 			},
 			check: func(t *testing.T, e *env, ref taskstate.Ref, before map[string]string, w *watcher) {
-				w.expect(t, "cancel")
+				w.expect(t, "working") // the cancel request: still working, "Cancelling"
 				after := e.raw(t, ref)
 				got := changedFields(before, after)
 				if got["cancel"] != "1" || got["lastUpdatedAt"] != e.ms() || got["status"] != "" || got["attempt"] != "" {
@@ -408,7 +408,7 @@ func TestRequestCancel(t *testing.T) {
 				if err := e.s.RequestCancel(ctx(t), ref); err != nil {
 					t.Fatalf("second RequestCancel: %v", err)
 				}
-				w.expect(t, "cancel")
+				w.expect(t, "working") // the cancel request: still working, "Cancelling"
 				if again := e.raw(t, ref); !maps.Equal(after, again) {
 					t.Fatalf("second request changed %v", changedFields(after, again))
 				}
@@ -425,7 +425,7 @@ func TestRequestCancel(t *testing.T) {
 				return ref
 			},
 			check: func(t *testing.T, e *env, ref taskstate.Ref, before map[string]string, w *watcher) {
-				w.expect(t, "cancel")
+				w.expect(t, "working") // the cancel request: still working, "Cancelling"
 				if err := e.s.Finish(ctx(t), ref, 1, outcome(proto.StatusCancelled)); err != nil {
 					t.Fatalf("worker Finish(cancelled): %v", err)
 				}

@@ -16,12 +16,12 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])
   ended(ARGV[3])
-  redis.call('PUBLISH', ARGV[2], 'cancelled')
+  state_changed(ARGV[2])
   return CANCELLED
 end
 if f[5] ~= '1' then
   redis.call('HSET', KEYS[1], 'cancel', 1, 'statusMessage', 'Cancelling', 'lastUpdatedAt', ARGV[1])
 end
-redis.call('PUBLISH', ARGV[2], 'cancel')
+state_changed(ARGV[2])
 redis.call('PUBLISH', ARGV[4], ARGV[3])
 return OK

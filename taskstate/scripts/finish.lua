@@ -18,5 +18,5 @@ else
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 end
 ended(ARGV[8])
-redis.call('PUBLISH', ARGV[7], ARGV[3])
+state_changed(ARGV[7])
 return OK
