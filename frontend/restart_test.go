@@ -5,12 +5,14 @@ package frontend_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,4 +216,21 @@ func TestRedisRestart(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the sync call did not answer after Redis came back")
 	}
+}
+
+// TestEnqueueUnavailable: Redis goes away between the record write and the
+// enqueue. The call answers 503 with Retry-After, and the record is not
+// left half-made: it is ended "failed" (when Redis is back for that write;
+// otherwise it stays working and the workers' recovery loop enqueues it).
+func TestEnqueueUnavailable(t *testing.T) {
+	e := newEnv(t, redistest.Mini(t), nil)
+	e.enq.setErr(fmt.Errorf("enqueue: %w", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}))
+	rep := e.callTool(metaTasks, toolTaskJob, nil)
+	if rep.Status != http.StatusServiceUnavailable || rep.Header.Get("Retry-After") == "" {
+		t.Errorf("enqueue with Redis gone: HTTP %d Retry-After %q", rep.Status, rep.Header.Get("Retry-After"))
+	}
+	mustMatch(t, rep, rep.Status, `{"id":1,"result":"<absent>","error":{"code":-32603,"message":"<string>"}}`)
+	j := e.enq.nextJob(t)
+	mustMatch(t, e.taskRPC(proto.MethodTasksGet, metaTasks, j.Ref.ID), 200,
+		`{"result":{"status":"failed","statusMessage":"Could not be scheduled"}}`)
 }
