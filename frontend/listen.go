@@ -125,9 +125,16 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 		sendTask(rec)
 	}
 
+	// unread holds tasks whose record could not be read for an event; they
+	// are read again every rereadEvery until it works.
+	unread := map[taskstate.Ref]bool{}
+	var reread <-chan time.Time
 	keepAlive := time.NewTicker(keepAliveEvery)
 	defer keepAlive.Stop()
 	for {
+		if len(unread) > 0 && reread == nil {
+			reread = time.After(rereadEvery)
+		}
 		select {
 		case ev := <-events:
 			resync := ev.payload == taskstate.EventResync // the hub reconnected: changes may be lost
@@ -152,10 +159,17 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 					send(proto.NotifyResourceUpdated, map[string]any{"uri": ev.payload})
 				}
 			case "task":
-				if next, isNew := s.nextState(ctx, last[ev.ref.ID], taskstate.DecodeEvent(ev.payload)); isNew {
-					sendTask(next)
-				} else if next != nil {
-					last[ev.ref.ID] = next
+				if s.applyTask(ctx, last, ev.ref, taskstate.DecodeEvent(ev.payload), sendTask) {
+					delete(unread, ev.ref)
+				} else {
+					unread[ev.ref] = true
+				}
+			}
+		case <-reread:
+			reread = nil
+			for ref := range unread {
+				if s.applyTask(ctx, last, ref, taskstate.Event{Resync: true}, sendTask) {
+					delete(unread, ref)
 				}
 			}
 		case <-keepAlive.C:
