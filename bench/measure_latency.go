@@ -377,7 +377,7 @@ func (s *suite) cancelOnce(ctx context.Context, cl *client.Client, tool string) 
 		for {
 			select {
 			case m := <-ch:
-				if m.Payload == payload {
+				if string(taskstate.DecodeEvent(m.Payload).Status) == payload {
 					return nil
 				}
 			case <-ctx.Done():

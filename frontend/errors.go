@@ -27,7 +27,23 @@ func errTaskNotFound() *proto.Error {
 	return proto.NewError(proto.CodeInvalidParams, "Failed to retrieve task: Task not found")
 }
 
+// retryAfterUnavailable is the Retry-After (seconds) of a 503: a Redis
+// restart or a Sentinel failover takes seconds, not minutes.
+const retryAfterUnavailable = "2"
+
+// errUnavailable is what a request answers when Redis cannot be reached.
+// The code stays -32603 (Internal error): JSON-RPC 2.0 reserves
+// -32000..-32099 for implementations but names none for "retry later", and
+// the status-code table of the MCP transport this server implements pins no
+// code to 503, so the retry signal is the HTTP status and its Retry-After,
+// which load balancers and HTTP clients already act on (the same answer as
+// auth.go's unavailable key store, see docs/security.md).
+func errUnavailable() *proto.Error {
+	return proto.NewError(proto.CodeInternalError, "Service unavailable: the task store cannot be reached; retry shortly")
+}
+
 // toRPC is the one place errors become JSON-RPC errors and HTTP statuses.
+// Whoever writes the answer calls setRetryAfter with the status.
 func toRPC(err error) (*proto.Error, int) {
 	var se *statusError
 	if errors.As(err, &se) {
@@ -36,6 +52,8 @@ func toRPC(err error) (*proto.Error, int) {
 	var pe *proto.Error
 	switch {
 	case errors.As(err, &pe):
+	case taskstate.IsUnavailable(err):
+		return errUnavailable(), http.StatusServiceUnavailable
 	case errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired):
 		pe = errTaskNotFound()
 	case errors.Is(err, taskstate.ErrLimit):
@@ -61,4 +79,12 @@ func statusForCode(code int) int {
 		return http.StatusNotFound
 	}
 	return http.StatusOK
+}
+
+// setRetryAfter adds Retry-After to a 503 answer, so a client or a load
+// balancer retries it (on this or another replica) instead of giving up.
+func setRetryAfter(h http.Header, status int) {
+	if status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
+		h.Set("Retry-After", retryAfterUnavailable)
+	}
 }

@@ -63,9 +63,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			// The client went away (a closed listen stream, an abandoned
 			// wait): nothing failed on mcpq's side.
 			s.log.Debug("client gone", "method", req.Method, "err", err)
+		case status == http.StatusServiceUnavailable:
+			s.log.Warn("request failed: redis unavailable", "method", req.Method, "err", err)
 		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
 			s.log.Error("request failed", "method", req.Method, "err", err)
 		}
+		setRetryAfter(w.Header(), status)
 		c.resp.finish(status, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Error: pe}))
 		return
 	}
@@ -253,6 +256,7 @@ type rawResult map[string]json.RawMessage
 // writeError answers a request that never reached dispatch.
 func (s *Server) writeError(w http.ResponseWriter, id json.RawMessage, err error) {
 	pe, status := toRPC(err)
+	setRetryAfter(w.Header(), status)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: id, Error: pe}))

@@ -115,50 +115,61 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 	}
 	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifySubscribed,
 		Params: map[string]any{"_meta": subMeta, "notifications": honored}})
-	last := map[string]proto.DetailedTask{} // by task id: what the listener saw last
-	sendTask := func(d proto.DetailedTask) {
-		last[d.TaskID] = d
+	last := map[string]*taskstate.Record{} // by task id: the state the listener saw last
+	sendTask := func(rec *taskstate.Record) {
+		last[rec.Ref.ID] = rec
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTasks,
-			Params: taskNote{DetailedTask: d, Meta: subMeta}})
+			Params: taskNote{DetailedTask: rec.Detailed(), Meta: subMeta}})
 	}
 	for _, rec := range tasks { // the state as of the acknowledgement
-		sendTask(rec.Detailed())
+		sendTask(rec)
 	}
 
+	// unread holds tasks whose record could not be read for an event; they
+	// are read again every rereadEvery until it works.
+	unread := map[taskstate.Ref]bool{}
+	var reread <-chan time.Time
 	keepAlive := time.NewTicker(keepAliveEvery)
 	defer keepAlive.Stop()
 	for {
+		if len(unread) > 0 && reread == nil {
+			reread = time.After(rereadEvery)
+		}
 		select {
 		case ev := <-events:
+			resync := ev.payload == taskstate.EventResync // the hub reconnected: changes may be lost
 			switch ev.kind {
 			case "list":
-				switch {
-				case ev.payload == taskstate.ListTools && f.ToolsListChanged:
+				if f.ToolsListChanged && (resync || ev.payload == taskstate.ListTools) {
 					send(proto.NotifyToolsListChanged, map[string]any{})
-				case ev.payload == taskstate.ListPrompts && f.PromptsListChanged:
+				}
+				if f.PromptsListChanged && (resync || ev.payload == taskstate.ListPrompts) {
 					send(proto.NotifyPromptsListChanged, map[string]any{})
-				case ev.payload == taskstate.ListResources && f.ResourcesListChanged:
+				}
+				if f.ResourcesListChanged && (resync || ev.payload == taskstate.ListResources) {
 					send(proto.NotifyResourcesChanged, map[string]any{})
 				}
 			case "resource":
-				if slices.Contains(f.ResourceSubscriptions, ev.payload) {
+				switch {
+				case resync: // any subscribed resource may have changed meanwhile
+					for _, uri := range slices.Compact(slices.Sorted(slices.Values(f.ResourceSubscriptions))) {
+						send(proto.NotifyResourceUpdated, map[string]any{"uri": uri})
+					}
+				case slices.Contains(f.ResourceSubscriptions, ev.payload):
 					send(proto.NotifyResourceUpdated, map[string]any{"uri": ev.payload})
 				}
 			case "task":
-				if _, isNote := taskstate.IsNotification(ev.payload); isNote || ev.payload == taskstate.EventCancel {
-					continue
+				if s.applyTask(ctx, last, ev.ref, taskstate.DecodeEvent(ev.payload), sendTask) {
+					delete(unread, ev.ref)
+				} else {
+					unread[ev.ref] = true
 				}
-				if ev.payload == taskstate.EventExpired {
-					// The reaper removed it: say so once, as a final failed state.
-					if d, ok := last[ev.ref.ID]; ok && !d.Status.Terminal() {
-						d.Status, d.StatusMessage, d.InputRequests = proto.StatusFailed, "Expired", nil
-						d.Error = proto.NewError(proto.CodeInternalError, "Task expired: its ttlMs passed")
-						sendTask(d)
-					}
-					continue
-				}
-				if rec, err := s.store.Get(ctx, ev.ref); err == nil {
-					sendTask(rec.Detailed())
+			}
+		case <-reread:
+			reread = nil
+			for ref := range unread {
+				if s.applyTask(ctx, last, ref, taskstate.Event{Resync: true}, sendTask) {
+					delete(unread, ref)
 				}
 			}
 		case <-keepAlive.C:

@@ -27,6 +27,7 @@ func (s *Server) restFail(w http.ResponseWriter, err error) {
 			status = http.StatusInternalServerError
 		}
 	}
+	setRetryAfter(w.Header(), status)
 	writeREST(w, status, restError{Error: pe.Message})
 }
 

@@ -164,8 +164,10 @@ func TestWire(t *testing.T) {
 	}
 }
 
-// TestRedisDown: with Redis gone, task calls fail with a JSON-RPC error
-// that keeps the id, server/discover still answers, and /healthz says 503.
+// TestRedisDown: with Redis gone, every call that needs it answers HTTP
+// 503 with Retry-After and a JSON-RPC error that keeps the id, on /mcp and
+// on the REST routes; server/discover still answers; /healthz (liveness)
+// stays 200 while /readyz says 503 with a reason.
 func TestRedisDown(t *testing.T) {
 	mini := redistest.Mini(t)
 	// A client that does not retry, so each refused call fails at once.
@@ -174,6 +176,14 @@ func TestRedisDown(t *testing.T) {
 	t.Cleanup(func() { b.Client.Close() })
 	e := newEnv(t, &b, nil)
 	id := e.createTask(toolTaskJob)
+	get := func(path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w
+	}
+	if w := get("/readyz"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"ready"`) {
+		t.Errorf("readyz with Redis up: %d %s", w.Code, w.Body)
+	}
 	b.Mini.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
@@ -185,6 +195,8 @@ func TestRedisDown(t *testing.T) {
 		rpc("g", proto.MethodTasksGet, metaTasks, map[string]any{"taskId": id}),
 		rpc("c", proto.MethodTasksCncl, metaTasks, map[string]any{"taskId": id}),
 		rpc("t", proto.MethodToolsCall, metaTasks, map[string]any{"name": toolTaskJob}),
+		rpc("u", proto.MethodTasksUpd, metaTasks, map[string]any{"taskId": id, "inputResponses": map[string]any{"k": map[string]any{}}}),
+		rpc(7, proto.MethodListen, metaTasks, map[string]any{"notifications": map[string]any{"taskIds": []string{id}}}),
 	} {
 		rep := send(body)
 		checkRPCError(t, body, rep)
@@ -193,6 +205,9 @@ func TestRedisDown(t *testing.T) {
 		if got, _ := json.Marshal(rep.JSON["id"]); string(got) != string(req.ID) {
 			t.Errorf("id %s, want %s", got, req.ID)
 		}
+		if rep.Status != http.StatusServiceUnavailable || rep.Header.Get("Retry-After") != "2" {
+			t.Errorf("Redis down: HTTP %d Retry-After %q: %s", rep.Status, rep.Header.Get("Retry-After"), rep.Body)
+		}
 		if code, _ := lookup(rep.JSON, "error.code"); code != json.Number("-32603") {
 			t.Errorf("Redis down answered %s", rep.Body)
 		}
@@ -200,10 +215,18 @@ func TestRedisDown(t *testing.T) {
 			t.Errorf("internal detail leaked: %s", rep.Body)
 		}
 	}
-	r := httptest.NewRequest(http.MethodGet, "/healthz", nil)
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
-	if w.Code != http.StatusServiceUnavailable {
-		t.Errorf("healthz with Redis down: %d", w.Code)
+	for _, path := range []string{"/v1/tasks", "/v1/tasks/" + id} {
+		w := get(path)
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "2" || !strings.Contains(w.Body.String(), `"error"`) {
+			t.Errorf("GET %s with Redis down: %d Retry-After %q %s", path, w.Code, w.Header().Get("Retry-After"), w.Body)
+		}
+	}
+	if w := get("/healthz"); w.Code != http.StatusOK {
+		t.Errorf("healthz (liveness) with Redis down: %d", w.Code)
+	}
+	w := get("/readyz")
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" ||
+		!strings.Contains(w.Body.String(), `"reason":"redis unreachable"`) {
+		t.Errorf("readyz with Redis down: %d %s", w.Code, w.Body)
 	}
 }

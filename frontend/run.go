@@ -180,12 +180,15 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 	}
 	for {
 		select {
-		case ev := <-sub.C:
-			if n, ok := taskstate.IsNotification(ev); ok {
-				s.relay(c, n)
+		case payload := <-sub.C:
+			ev := taskstate.DecodeEvent(payload)
+			if ev.Notification != "" {
+				s.relay(c, ev.Notification)
 				continue
 			}
-			if st := proto.TaskStatus(ev); !st.Terminal() && st != proto.StatusInputRequired {
+			// A resync means events were lost while the hub reconnected:
+			// the record tells whether the task settled meanwhile.
+			if !ev.Resync && !ev.Status.Terminal() && ev.Status != proto.StatusInputRequired {
 				continue
 			}
 			rec, err := s.store.Get(ctx, ref)

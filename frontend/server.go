@@ -110,14 +110,46 @@ func (s *Server) Close() error {
 	return s.hub.Close()
 }
 
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Redis.Ping(r.Context()).Err(); err != nil {
-		s.log.Warn("health check: redis unreachable", "err", err)
-		http.Error(w, "redis unreachable", http.StatusServiceUnavailable)
-		return
-	}
+// serveHealth answers GET /healthz, liveness: the process is up and serving
+// HTTP. It does not touch Redis, so an orchestrator does not restart every
+// replica while Redis is away (they could not help); readiness is /readyz.
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"status":"ok"}`))
+}
+
+// readyCheckTimeout bounds the Redis round trips of one readiness check.
+const readyCheckTimeout = 2 * time.Second
+
+// serveReady answers GET /readyz, readiness: 200 when this replica can
+// serve requests (Redis answers PING and the tool catalog can be read), else
+// 503 with Retry-After and a short reason, so a load balancer sends traffic
+// elsewhere. A draining replica is not ready either.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
+	defer cancel()
+	reason := ""
+	select {
+	case <-s.draining:
+		reason = "draining"
+	default:
+		if err := s.cfg.Redis.Ping(ctx).Err(); err != nil {
+			s.log.Warn("readiness: redis unreachable", "err", err)
+			reason = "redis unreachable"
+		} else if _, err := s.catalog.list(ctx); err != nil {
+			s.log.Warn("readiness: tool catalog unreadable", "err", err)
+			reason = "tool catalog unreadable"
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if reason != "" {
+		setRetryAfter(w.Header(), http.StatusServiceUnavailable)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		b, _ := json.Marshal(map[string]string{"status": "unavailable", "reason": reason})
+		_, _ = w.Write(b)
+		return
+	}
+	_, _ = w.Write([]byte(`{"status":"ready"}`))
 }
 
 // decodeParams decodes the request's params into v; its error is -32602.

@@ -2,27 +2,96 @@ package taskstate
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
+	"time"
+
+	"github.com/mcpq/mcpq/proto"
 )
 
-// Payloads on a task's events channel: a status name after each state
-// change, EventCancel for a cancel request, or EventNotifyPrefix followed by
-// a JSON-RPC notification (progress, log) for the request waiting on the task.
+// Payloads on a task's events channel:
+//
+//   - a state change: the JSON object scripts/prelude.lua's state_changed
+//     publishes (the record's new version, status, statusMessage,
+//     lastUpdatedAt and cancel flag);
+//   - EventExpired when the reaper removed the task;
+//   - EventNotifyPrefix followed by a JSON-RPC notification (progress, log)
+//     for the request waiting on the task;
+//   - EventResync, which no one publishes: the Hub delivers it on every
+//     channel it had to subscribe again after its connection to Redis broke,
+//     since payloads published meanwhile are lost.
+//
+// DecodeEvent is the one reader of these payloads.
 const (
-	EventCancel       = "cancel"
 	EventNotifyPrefix = "n:"
+	// EventExpired is published when the reaper removed an expired task.
+	EventExpired = "expired"
+	// EventResync is delivered by the Hub after a reconnection.
+	EventResync = "resync"
 )
+
+// Event is one decoded payload of a task's events channel.
+type Event struct {
+	// Status is the task's status after a state change; empty for other events.
+	Status proto.TaskStatus
+	// Version is the record's version after the change (Record.Version):
+	// events of one task carry increasing versions. 0 when the payload named
+	// a status only (a bare status, as scripts published before versions):
+	// the other fields are then unknown and the record must be read.
+	Version int64
+	// StatusMessage, LastUpdatedAt and CancelRequested are the record's
+	// fields after the change (Version > 0 only).
+	StatusMessage   string
+	LastUpdatedAt   time.Time
+	CancelRequested bool
+	// Notification is a relayed JSON-RPC notification (JSON), if this is one.
+	Notification string
+	// Expired: the reaper removed the task.
+	Expired bool
+	// Resync: events may have been lost; read the record.
+	Resync bool
+}
+
+// DecodeEvent reads a payload of a task's events channel. A payload it
+// does not know decodes to the zero Event, which readers ignore.
+func DecodeEvent(payload string) Event {
+	if n, ok := strings.CutPrefix(payload, EventNotifyPrefix); ok {
+		return Event{Notification: n}
+	}
+	switch payload {
+	case EventExpired:
+		return Event{Expired: true}
+	case EventResync:
+		return Event{Resync: true}
+	}
+	if !strings.HasPrefix(payload, "{") {
+		if st := proto.TaskStatus(payload); validStatus(st) {
+			return Event{Status: st}
+		}
+		return Event{}
+	}
+	var w struct {
+		Version       int64            `json:"version"`
+		Status        proto.TaskStatus `json:"status"`
+		StatusMessage string           `json:"statusMessage"`
+		LastUpdatedAt string           `json:"lastUpdatedAt"`
+		Cancel        string           `json:"cancel"`
+	}
+	if json.Unmarshal([]byte(payload), &w) != nil || w.Version <= 0 || !validStatus(w.Status) {
+		return Event{}
+	}
+	return Event{Status: w.Status, Version: w.Version, StatusMessage: w.StatusMessage,
+		LastUpdatedAt: parseMs(w.LastUpdatedAt), CancelRequested: w.Cancel == "1"}
+}
+
+// validStatus reports whether st is one of the task statuses (not StatusNew).
+func validStatus(st proto.TaskStatus) bool {
+	return st != StatusNew && slices.Contains(AllStatuses, st)
+}
 
 // Notify publishes a notification (JSON) to whoever waits on the task.
 // Notifications are ephemeral: nobody listening means nobody gets them.
 func (s *Store) Notify(ctx context.Context, ref Ref, notification []byte) error {
 	return s.rdb.Publish(ctx, s.keys.Events(ref), EventNotifyPrefix+string(notification)).Err()
 }
-
-// IsNotification splits a notification payload off an event.
-func IsNotification(event string) (string, bool) {
-	return strings.CutPrefix(event, EventNotifyPrefix)
-}
-
-// EventExpired is published when the reaper removed an expired task.
-const EventExpired = "expired"

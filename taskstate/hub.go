@@ -10,6 +10,13 @@ import (
 // Hub multiplexes pub/sub channel subscriptions of one process over a single
 // Redis connection. Subscribe waits for Redis to confirm the subscription, so
 // a state change made after Subscribe returns is never missed.
+//
+// Payloads can still be lost in two ways, and neither is silent: when the
+// connection breaks, go-redis reconnects and subscribes every channel again,
+// and the hub then delivers EventResync on each (whatever was published
+// during the outage is gone); and a subscription whose reader falls behind
+// by more than its buffer gets EventResync in place of what it held. A
+// reader treats EventResync as "read the record again".
 type Hub struct {
 	ps *redis.PubSub
 	// cmdMu orders SUBSCRIBE/UNSUBSCRIBE on the wire as the map changes that
@@ -26,9 +33,9 @@ type hubChannel struct {
 	listeners map[*Subscription]struct{}
 }
 
-// Subscription receives the payloads published on one channel. A slow
-// reader loses the oldest payloads beyond its buffer; readers treat a
-// payload as "something changed, read the record".
+// Subscription receives the payloads published on one channel, in order. A
+// reader that falls a full buffer behind finds EventResync followed by the
+// newest payload instead of what it missed.
 type Subscription struct {
 	// C delivers payloads.
 	C       <-chan string
@@ -57,9 +64,15 @@ func (h *Hub) run() {
 				continue
 			}
 			h.mu.Lock()
-			if hc, ok := h.subs[m.Channel]; ok && !hc.confirmed {
-				hc.confirmed = true
-				close(hc.ready)
+			if hc, ok := h.subs[m.Channel]; ok {
+				if !hc.confirmed {
+					hc.confirmed = true
+					close(hc.ready)
+				} else { // subscribed again after a reconnect
+					for s := range hc.listeners {
+						s.deliver(EventResync)
+					}
+				}
 			}
 			h.mu.Unlock()
 		case *redis.Message:
@@ -74,17 +87,24 @@ func (h *Hub) run() {
 	}
 }
 
+// deliver queues payload; called with the hub's mu held, so only the reader
+// competes for s.c.
 func (s *Subscription) deliver(payload string) {
-	for {
+	select {
+	case s.c <- payload:
+		return
+	default:
+	}
+	// Full: what it holds is stale; replace it with a resync, then payload.
+	for len(s.c) > 0 {
 		select {
-		case s.c <- payload:
-			return
-		default:
-		}
-		select { // full: drop the oldest and try again
 		case <-s.c:
 		default:
 		}
+	}
+	s.c <- EventResync
+	if payload != EventResync {
+		s.c <- payload
 	}
 }
 

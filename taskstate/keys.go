@@ -26,8 +26,9 @@ func OwnerTag(principal string) string {
 // Task is the task record. Type: hash (fields in record.go).
 func (k Keys) Task(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:task:" + ref.ID }
 
-// Events is the task's pub/sub channel; each state change publishes the new
-// status, and a cancel request publishes "cancel". Type: pub/sub channel.
+// Events is the task's pub/sub channel; each state change (a cancel request
+// too) publishes the record's new version and state, the reaper "expired",
+// workers their notifications (events.go). Type: pub/sub channel.
 func (k Keys) Events(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:events:" + ref.ID }
 
 // Catalog maps ToolDef.Key (tool name, or kind:name) to its published

@@ -115,13 +115,15 @@ func (e *env) get(t *testing.T, ref taskstate.Ref) *taskstate.Record {
 	return r
 }
 
-// raw is the record hash exactly as Redis holds it.
+// raw is the record hash as Redis holds it, except 'version', the count of
+// published state changes, which events_test.go checks against the events.
 func (e *env) raw(t *testing.T, ref taskstate.Ref) map[string]string {
 	t.Helper()
 	m, err := e.b.Client.HGetAll(ctx(t), e.s.Keys().Task(ref)).Result()
 	if err != nil {
 		t.Fatalf("HGETALL: %v", err)
 	}
+	delete(m, "version")
 	return m
 }
 
@@ -200,13 +202,23 @@ func (w *watcher) next(t *testing.T) string {
 }
 
 // expect asserts the next payloads on the channel, in order.
+// A state change is expected by its status name (eventName).
 func (w *watcher) expect(t *testing.T, payloads ...string) {
 	t.Helper()
 	for _, want := range payloads {
-		if got := w.next(t); got != want {
+		if got := w.next(t); eventName(got) != want {
 			t.Fatalf("published %q, want %q", got, want)
 		}
 	}
+}
+
+// eventName is the status a state-change payload announces, else the
+// payload itself.
+func eventName(payload string) string {
+	if ev := taskstate.DecodeEvent(payload); ev.Status != "" {
+		return string(ev.Status)
+	}
+	return payload
 }
 
 // quiet asserts that nothing was published since the last read: it publishes

@@ -63,6 +63,10 @@ type Record struct {
 	Resumes int64
 	// Lost counts the deliveries taken back from lost workers.
 	Lost int64
+	// Version counts the state changes published on the task's events
+	// channel (field 'version'; Event.Version), so a listener can tell an
+	// event it already showed from a newer one.
+	Version int64
 }
 
 // Deadline is when the task expires; zero when unlimited.
@@ -139,6 +143,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	}
 	r.Resumes = parseInt(f["resumes"])
 	r.Lost = parseInt(f["lost"])
+	r.Version = parseInt(f["version"])
 	for k, v := range f {
 		if key, ok := strings.CutPrefix(k, "req:"); ok {
 			if r.InputRequests == nil {

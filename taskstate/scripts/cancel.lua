@@ -4,7 +4,8 @@
 -- ARGV[5] cancel grace (ms)
 -- A task is held while a delivery runs it ('running' is its attempt; claim
 -- sets it, parking and resuming clear it).
--- Returns OK (flag set and "cancel" published: the worker ends the task
+-- Returns OK (flag set, "Cancelling" announced and the task id published on
+-- the stops channel, again on a repeated cancel: the worker ends the task
 -- "cancelled" at once; if it has not within the grace, because its worker
 -- is gone, takeover.lua does: the held index is due then), CANCELLED (no
 -- worker held the task, so it is "cancelled" now), TERMINAL (already ended:
@@ -19,13 +20,13 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])
   ended(ARGV[3])
-  redis.call('PUBLISH', ARGV[2], 'cancelled')
+  state_changed(ARGV[2])
   return CANCELLED
 end
 if f[5] ~= '1' then
   redis.call('HSET', KEYS[1], 'cancel', 1, 'cancelAt', ARGV[1], 'statusMessage', 'Cancelling', 'lastUpdatedAt', ARGV[1])
   look_at(ARGV[3], tonumber(ARGV[1]) + tonumber(ARGV[5]))
+  state_changed(ARGV[2])
 end
-redis.call('PUBLISH', ARGV[2], 'cancel')
 redis.call('PUBLISH', ARGV[4], ARGV[3])
 return OK

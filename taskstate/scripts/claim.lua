@@ -22,7 +22,7 @@ if f[2] == '1' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
   ended(ARGV[3])
-  redis.call('PUBLISH', ARGV[2], 'cancelled')
+  state_changed(ARGV[2])
   return {CANCELLED}
 end
 if status ~= 'working' then return {ILLEGAL} end
@@ -32,7 +32,7 @@ if attempt > 1 then message = 'Running (attempt ' .. attempt .. ')' end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1],
   'running', attempt)
 redis.call('ZADD', KEYS[3], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
-redis.call('PUBLISH', ARGV[2], 'working')
+state_changed(ARGV[2])
 local out = {OK, attempt}
 for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end
 return out

@@ -18,7 +18,7 @@ if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   if not allowed(f[1], 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   ended(ARGV[8])
-  redis.call('PUBLISH', ARGV[7], 'cancelled')
+  state_changed(ARGV[7])
   return CANCELLED
 end
 if ARGV[4] ~= '' then
@@ -27,5 +27,5 @@ else
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 end
 ended(ARGV[8])
-redis.call('PUBLISH', ARGV[7], ARGV[3])
+state_changed(ARGV[7])
 return OK

@@ -27,5 +27,5 @@ for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 1
 redis.call('HSET', KEYS[1], 'status', 'input_required', 'pending', n, 'running', 0, 'statusMessage', 'Waiting for input',
   'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[4])
-redis.call('PUBLISH', ARGV[3], 'input_required')
+state_changed(ARGV[3])
 return OK

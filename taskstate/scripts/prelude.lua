@@ -33,3 +33,17 @@ local function look_at(id, due)
   local cur = redis.call('ZSCORE', KEYS[3], id)
   if not cur or tonumber(cur) > tonumber(due) then redis.call('ZADD', KEYS[3], due, id) end
 end
+
+-- state_changed: the one way a script announces the task's new state on its
+-- events channel (channel; KEYS[1] is the record, already written). It
+-- counts the change in the record's 'version' and publishes the fields that
+-- move with a state, so a listener can show each state once and in order
+-- without reading the record; taskstate/events.go's DecodeEvent reads it:
+-- {"version": n, "status": s, "statusMessage": m, "lastUpdatedAt": "ms", "cancel": "1"?}
+local function state_changed(channel)
+  local f = redis.call('HMGET', KEYS[1], 'status', 'statusMessage', 'lastUpdatedAt', 'cancel')
+  local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  -- HMGET answers false for an absent field; "or nil" leaves it out.
+  redis.call('PUBLISH', channel, cjson.encode({version = v, status = f[1], statusMessage = f[2] or nil,
+    lastUpdatedAt = f[3] or nil, cancel = f[4] or nil}))
+end

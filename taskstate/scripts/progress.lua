@@ -8,5 +8,5 @@ if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
 if (f[4] or '0') ~= ARGV[2] then return STALE end
 redis.call('HSET', KEYS[1], 'statusMessage', ARGV[3], 'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])
-redis.call('PUBLISH', ARGV[4], f[1])
+state_changed(ARGV[4])
 return OK

@@ -31,7 +31,7 @@ if f[6] == '1' then
   if not allowed('working', 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   ended(id)
-  redis.call('PUBLISH', ARGV[5], 'cancelled')
+  state_changed(ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {CANCELLED}
 end
@@ -46,7 +46,7 @@ if lost > tonumber(ARGV[4]) then
   redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', msg, 'lastUpdatedAt', ARGV[1],
     'error', cjson.encode({code = -32603, message = 'Internal error: ' .. msg}))
   ended(id)
-  redis.call('PUBLISH', ARGV[5], 'failed')
+  state_changed(ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {LIMIT, lost, beat}
 end
@@ -54,6 +54,6 @@ local seq = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
 redis.call('HSET', KEYS[1], 'running', 0, 'lastUpdatedAt', ARGV[1],
   'statusMessage', 'Its worker was lost (no heartbeat for ' .. ARGV[2] .. ' ms); queued to run again')
 redis.call('ZREM', KEYS[3], id)
-redis.call('PUBLISH', ARGV[5], 'working')
+state_changed(ARGV[5])
 redis.call('PUBLISH', ARGV[7], id)
 return {OK, seq, lost, beat, f[9] or ''}

@@ -26,11 +26,11 @@ if applied == 0 then return {OK, 0, 0} end
 local pending = tonumber(f[4] or '0') - applied
 if pending > 0 then
   redis.call('HSET', KEYS[1], 'pending', pending, 'lastUpdatedAt', ARGV[1])
-  redis.call('PUBLISH', ARGV[2], 'input_required')
+  state_changed(ARGV[2])
   return {OK, applied, 0}
 end
 local resume = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
 redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0, 'running', 0, 'statusMessage', 'Resuming with input',
   'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])
-redis.call('PUBLISH', ARGV[2], 'working')
+state_changed(ARGV[2])
 return {OK, applied, resume}

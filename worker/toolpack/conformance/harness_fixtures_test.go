@@ -88,8 +88,8 @@ func (e *fxEnv) await(t *testing.T, tk *fxTask, what string, ok func(*taskstate.
 // note keeps ev when it is a notification.
 func (tk *fxTask) note(t *testing.T, ev string) {
 	t.Helper()
-	raw, isNote := taskstate.IsNotification(ev)
-	if !isNote {
+	raw := taskstate.DecodeEvent(ev).Notification
+	if raw == "" {
 		return
 	}
 	var n proto.Request
@@ -110,11 +110,12 @@ func (e *fxEnv) drain(t *testing.T, tk *fxTask) *taskstate.Record {
 	for {
 		select {
 		case ev := <-tk.sub.C:
-			if _, isNote := taskstate.IsNotification(ev); isNote {
+			decoded := taskstate.DecodeEvent(ev)
+			if decoded.Notification != "" {
 				tk.note(t, ev)
 				continue
 			}
-			if proto.TaskStatus(ev).Terminal() {
+			if decoded.Status.Terminal() {
 				rec, err := e.store.Get(context.Background(), tk.ref)
 				if err != nil {
 					t.Fatalf("Get: %v", err)

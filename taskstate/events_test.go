@@ -1,0 +1,102 @@
+package taskstate_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// TestStateEvents: every state change publishes the record's new version
+// (one more than the last), status, statusMessage, lastUpdatedAt and cancel
+// flag, exactly as a read of the record right after shows them.
+func TestStateEvents(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		ref := e.create(t, taskstate.CreateParams{})
+		w := e.watch(t, ref)
+		version := int64(0)
+		check := func(what string, wantStatus proto.TaskStatus) {
+			t.Helper()
+			ev := taskstate.DecodeEvent(w.next(t))
+			rec := e.get(t, ref)
+			version++
+			if ev.Version != version || rec.Version != version {
+				t.Fatalf("%s: event version %d, record %d, want %d", what, ev.Version, rec.Version, version)
+			}
+			if ev.Status != wantStatus || ev.Status != rec.Status || ev.StatusMessage != rec.StatusMessage ||
+				!ev.LastUpdatedAt.Equal(rec.LastUpdatedAt) || ev.CancelRequested != rec.CancelRequested {
+				t.Fatalf("%s: event %+v, record %+v", what, ev, rec)
+			}
+		}
+		a := e.claim(t, ref)
+		check("claim", proto.StatusWorking)
+		e.clock.Advance(time.Millisecond)
+		if err := e.s.Progress(ctx(t), ref, a, `half "way" \ done`); err != nil {
+			t.Fatal(err)
+		}
+		check("progress", proto.StatusWorking)
+		e.clock.Advance(time.Millisecond)
+		reqs := map[string]json.RawMessage{"a": json.RawMessage(`{"method":"elicitation/create","params":{}}`),
+			"b": json.RawMessage(`{"method":"elicitation/create","params":{}}`)}
+		if err := e.s.RequestInput(ctx(t), ref, a, reqs); err != nil {
+			t.Fatal(err)
+		}
+		check("input", proto.StatusInputRequired)
+		e.clock.Advance(time.Millisecond)
+		if _, err := e.s.Answer(ctx(t), ref, map[string]json.RawMessage{"a": json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		check("partial answer", proto.StatusInputRequired)
+		if _, err := e.s.Answer(ctx(t), ref, map[string]json.RawMessage{"b": json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		check("last answer", proto.StatusWorking)
+		a = e.claim(t, ref)
+		check("claim after input", proto.StatusWorking)
+		if err := e.s.RequestCancel(ctx(t), ref); err != nil {
+			t.Fatal(err)
+		}
+		check("cancel request", proto.StatusWorking)
+		if !e.get(t, ref).CancelRequested {
+			t.Fatal("cancel flag not set")
+		}
+		if err := e.s.Finish(ctx(t), ref, a, outcome(proto.StatusCancelled)); err != nil {
+			t.Fatal(err)
+		}
+		check("finish", proto.StatusCancelled)
+		w.quiet(t)
+	})
+}
+
+func TestDecodeEvent(t *testing.T) {
+	for _, c := range []struct {
+		payload string
+		want    taskstate.Event
+	}{
+		{`{"version":3,"status":"working","statusMessage":"Running","lastUpdatedAt":"1700000000123","cancel":"1"}`,
+			taskstate.Event{Version: 3, Status: proto.StatusWorking, StatusMessage: "Running",
+				LastUpdatedAt: time.UnixMilli(1700000000123), CancelRequested: true}},
+		{`{"version":1,"status":"completed"}`, taskstate.Event{Version: 1, Status: proto.StatusCompleted}},
+		{"completed", taskstate.Event{Status: proto.StatusCompleted}}, // a bare status: read the record
+		{taskstate.EventExpired, taskstate.Event{Expired: true}},
+		{taskstate.EventResync, taskstate.Event{Resync: true}},
+		{taskstate.EventNotifyPrefix + `{"method":"x"}`, taskstate.Event{Notification: `{"method":"x"}`}},
+		{`{"version":0,"status":"working"}`, taskstate.Event{}},
+		{`{"version":2,"status":"bogus"}`, taskstate.Event{}},
+		{`{"version":2`, taskstate.Event{}},
+		{"cancel", taskstate.Event{}},
+		{"", taskstate.Event{}},
+	} {
+		got := taskstate.DecodeEvent(c.payload)
+		if got.Status != c.want.Status || got.Version != c.want.Version || got.StatusMessage != c.want.StatusMessage ||
+			!got.LastUpdatedAt.Equal(c.want.LastUpdatedAt) || got.CancelRequested != c.want.CancelRequested ||
+			got.Notification != c.want.Notification || got.Expired != c.want.Expired || got.Resync != c.want.Resync {
+			t.Errorf("DecodeEvent(%q) = %+v, want %+v", c.payload, got, c.want)
+		}
+	}
+}
