@@ -106,12 +106,13 @@ func (p *proc) stop(t *testing.T) {
 	}
 }
 
-// waitHealthy waits for GET /healthz to answer 200.
+// waitHealthy waits for GET /readyz to answer 200: the front end reaches
+// Redis and can read the catalog (/healthz only says the process is up).
 func waitHealthy(t *testing.T, base string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(base + "/healthz")
+		resp, err := http.Get(base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -119,7 +120,7 @@ func waitHealthy(t *testing.T, base string) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s/healthz not healthy within 30s: %v", base, err)
+			t.Fatalf("%s/readyz not ready within 30s: %v", base, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
