@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/worker"
+	"github.com/mcpq/mcpq/worker/toolpack/chaos"
 	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
 )
@@ -118,7 +119,7 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", envInt("MCPQ_CONCURRENCY", 10), "jobs run at once (env MCPQ_CONCURRENCY)")
 	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs (env MCPQ_TASK_CHECK_INTERVAL)")
-	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance" (env MCPQ_FIXTURES)`)
+	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance", "chaos" (env MCPQ_FIXTURES)`)
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -145,8 +146,14 @@ func newWorker(ctx context.Context, cfg worker.Config, fixtures string) (*worker
 			if err := conformance.Register(ctx, w); err != nil {
 				return nil, err
 			}
+		case "chaos": // scripts/chaos's tools
+			for _, t := range chaos.Tools() {
+				if err := w.AddTool(ctx, t); err != nil {
+					return nil, err
+				}
+			}
 		default:
-			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance)", name)
+			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance, chaos)", name)
 		}
 	}
 	for _, t := range demo.Tools() {
