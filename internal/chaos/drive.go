@@ -44,6 +44,17 @@ type fault struct {
 	note   string
 }
 
+// heldText says how many tasks the fault caught.
+func (f fault) heldText() string {
+	switch {
+	case f.worker:
+		return fmt.Sprintf("; it held %d tasks", len(f.held))
+	case len(f.held) > 0:
+		return fmt.Sprintf("; %d tasks in flight", len(f.held))
+	}
+	return ""
+}
+
 // redisRestart is the Redis restart and the tasks in flight at it.
 type redisRestart struct {
 	down, up time.Time
@@ -111,7 +122,7 @@ func (d *driver) create(ctx context.Context) {
 		t.tool = "chaos_instant"
 	case r < 25:
 		t.tool = "chaos_fail"
-	case r < 40: // long: in flight when faults hit
+	case r < 55: // long: in flight when faults hit
 		t.tool, t.steps, t.stepMs = "chaos_steps", 20+d.rand(21), 500+d.rand(301)
 	default:
 		t.tool, t.steps, t.stepMs = "chaos_steps", 3+d.rand(13), 200+d.rand(601)
@@ -236,7 +247,7 @@ func (d *driver) killWorker(ctx context.Context, i int) {
 	_ = w.signal(syscall.SIGKILL)
 	w.wait(10 * time.Second)
 	d.addFault(fault{what: fmt.Sprintf("SIGKILL %s (pid %d)", w.name, pid), at: at, worker: true, held: held})
-	d.after(ctx, 1500*time.Millisecond, func() { d.cancelSome(ctx, held, "worker dead") })
+	d.after(ctx, d.cfg.faultCancelAfter, func() { d.cancelSome(ctx, held, "worker dead") })
 	d.after(ctx, d.cfg.restartDelay, func() { d.restart(w) })
 }
 
@@ -248,7 +259,7 @@ func (d *driver) pauseWorker(ctx context.Context, i int) {
 	at := time.Now()
 	_ = w.signal(syscall.SIGSTOP)
 	d.addFault(fault{what: fmt.Sprintf("SIGSTOP %s (pid %d) for %s", w.name, pid, d.cfg.pause), at: at, worker: true, held: held})
-	d.after(ctx, 1500*time.Millisecond, func() { d.cancelSome(ctx, held, "worker stopped") })
+	d.after(ctx, d.cfg.faultCancelAfter, func() { d.cancelSome(ctx, held, "worker stopped") })
 	// SIGCONT even when the run is ending: the cleanup stops it either way.
 	d.wg.Add(1)
 	go func() {
@@ -287,7 +298,7 @@ func (d *driver) addFault(f fault) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.faults = append(d.faults, f)
-	d.logf("fault: %s (held %d tasks)", f.what, len(f.held))
+	d.logf("fault: %s%s", f.what, f.heldText())
 }
 
 // restartRedis stops Redis with sig and starts it again on the same port

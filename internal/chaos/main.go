@@ -40,26 +40,27 @@ import (
 
 // config is one run's settings; targets are the acceptance limits.
 type config struct {
-	short         bool
-	duration      time.Duration // the whole run: load, then the drain
-	loadShare     float64       // share of duration that creates tasks and injects faults
-	rate          float64       // tasks created per second
-	pause         time.Duration // SIGSTOP length
-	restartDelay  time.Duration // from a SIGKILL to the restart
-	seed          int64
-	cancelPct     int // share of chaos_steps tasks cancelled at random (percent)
-	followPct     int // share of tasks followed on listen streams (percent)
-	mcpq, redis   string
-	logs          string
-	workerArgs    []string
-	frontendArgs  []string
-	takeoverMed   time.Duration
-	takeoverMax   time.Duration
-	cancelMax     time.Duration
-	resumeMax     time.Duration
-	workers       int
-	frontends     int
-	redisStopWith string
+	short            bool
+	duration         time.Duration // the whole run: load, then the drain
+	loadShare        float64       // share of duration that creates tasks and injects faults
+	rate             float64       // tasks created per second
+	pause            time.Duration // SIGSTOP length
+	restartDelay     time.Duration // from a SIGKILL to the restart
+	faultCancelAfter time.Duration // from a worker fault to cancelling some of its tasks
+	seed             int64
+	cancelPct        int // share of chaos_steps tasks cancelled at random (percent)
+	followPct        int // share of tasks followed on listen streams (percent)
+	mcpq, redis      string
+	logs             string
+	workerArgs       []string
+	frontendArgs     []string
+	takeoverMed      time.Duration
+	takeoverMax      time.Duration
+	cancelMax        time.Duration
+	resumeMax        time.Duration
+	workers          int
+	frontends        int
+	redisStopWith    string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -71,6 +72,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&c.rate, "rate", 0, "tasks created per second (default 2; 1.5 with --short)")
 	fs.DurationVar(&c.pause, "pause", 25*time.Second, "how long a worker stays SIGSTOPped")
 	fs.DurationVar(&c.restartDelay, "restart-delay", 2*time.Second, "from a SIGKILL to the process's restart")
+	fs.DurationVar(&c.faultCancelAfter, "fault-cancel-after", 1500*time.Millisecond, "from a worker's SIGKILL or SIGSTOP to cancelling up to 3 of the tasks it held")
 	fs.Int64Var(&c.seed, "seed", 0, "random seed (default: from the clock; printed)")
 	fs.IntVar(&c.cancelPct, "cancel-pct", 10, "percent of chaos_steps tasks cancelled at random")
 	fs.IntVar(&c.followPct, "follow-pct", 25, "percent of tasks followed on subscriptions/listen streams")
@@ -119,6 +121,8 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("--pause %s: must be above 0 and at most --duration", c.pause)
 	case c.restartDelay < 0 || c.restartDelay > time.Minute:
 		return c, fmt.Errorf("--restart-delay %s: must be from 0 to 1m", c.restartDelay)
+	case c.faultCancelAfter < 0 || c.faultCancelAfter > c.duration/2:
+		return c, fmt.Errorf("--fault-cancel-after %s: must be from 0 to half of --duration", c.faultCancelAfter)
 	case c.cancelPct < 0 || c.cancelPct > 100 || c.followPct < 0 || c.followPct > 100:
 		return c, errors.New("--cancel-pct and --follow-pct must be from 0 to 100")
 	case c.redisStopWith != "TERM" && c.redisStopWith != "KILL":

@@ -145,10 +145,10 @@ func (d *driver) report(ctx context.Context) *report {
 	r.header = append(r.header,
 		fmt.Sprintf("mcpq chaos report: %s, %s (load %s), seed %d, %d front ends, %d workers, redis-server AOF fsync always",
 			variant(c), c.duration, time.Duration(float64(c.duration)*c.loadShare).Round(time.Second), c.seed, c.frontends, c.workers),
-		fmt.Sprintf("worker flags: %q; targets: takeover median < %s, max < %s; cancel < %s; Redis resume < %s",
-			c.workerArgs, c.takeoverMed, c.takeoverMax, c.cancelMax, c.resumeMax))
+		fmt.Sprintf("worker flags: %q; SIGSTOP %s; fault cancels %s after the fault; targets: takeover median < %s, max < %s; cancel < %s; Redis resume < %s",
+			c.workerArgs, c.pause, c.faultCancelAfter, c.takeoverMed, c.takeoverMax, c.cancelMax, c.resumeMax))
 	for _, f := range d.faults {
-		r.header = append(r.header, fmt.Sprintf("fault at %6.1fs: %s; %d tasks held", f.at.Sub(d.start).Seconds(), f.what, len(f.held)))
+		r.header = append(r.header, fmt.Sprintf("fault at %6.1fs: %s%s", f.at.Sub(d.start).Seconds(), f.what, f.heldText()))
 	}
 
 	// Created, terminal, lost, wrong.
