@@ -375,7 +375,7 @@ func (d *driver) follow(ctx context.Context, ids []string) {
 			if prev, seen := last[id]; seen && prev == state {
 				d.listen.duplicates++
 				if len(d.listen.examples) < 3 {
-					d.listen.examples = append(d.listen.examples, fmt.Sprintf("%s: %s", id, truncate(state, 160)))
+					d.listen.examples = append(d.listen.examples, fmt.Sprintf("%s %s %q twice", id, status, message(m.Params)))
 				}
 			}
 			d.listen.mu.Unlock()
@@ -407,6 +407,15 @@ func noteState(params json.RawMessage) (id, state string, status proto.TaskStatu
 		return "", "", "", false
 	}
 	return id, string(b), status, true
+}
+
+// message is a notification's statusMessage.
+func message(params json.RawMessage) string {
+	var m struct {
+		StatusMessage string `json:"statusMessage"`
+	}
+	_ = json.Unmarshal(params, &m)
+	return m.StatusMessage
 }
 
 func truncate(s string, n int) string {
