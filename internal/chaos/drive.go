@@ -128,6 +128,11 @@ func (d *driver) create(ctx context.Context) {
 		t.tool, t.steps, t.stepMs = "chaos_steps", 3+d.rand(13), 200+d.rand(601)
 	}
 	if t.tool == "chaos_steps" {
+		// Every task must be able to end before the run does, even after a
+		// takeover: its nominal time fits in what is left minus the
+		// takeover target and a margin (near the end: fewer steps, or none).
+		budget := time.Until(d.end) - d.cfg.takeoverMax - 5*time.Second
+		t.steps = max(0, min(t.steps, int(budget/(time.Duration(t.stepMs)*time.Millisecond))))
 		args["steps"], args["stepMs"] = t.steps, t.stepMs
 	}
 	var ans *client.ToolAnswer
@@ -314,6 +319,12 @@ func (d *driver) restartRedis(ctx context.Context, sig syscall.Signal) {
 	r.down = time.Now()
 	d.gate.down()
 	d.redis.stop(sig, 10*time.Second)
+	select { // the old monitor connection has ended before the new one attaches
+	case <-d.monitorDone:
+	case <-time.After(10 * time.Second):
+		d.fatal(errors.New("the monitor's connection outlived Redis"))
+		return
+	}
 	if err := d.redis.start(); err != nil {
 		d.fatal(fmt.Errorf("restart redis: %w", err))
 		return

@@ -154,7 +154,8 @@ type driver struct {
 	rng       interface{ IntN(int) int }
 	wg        sync.WaitGroup
 
-	monitorExpected atomic.Bool // the monitor's connection may end (Redis restart, run end)
+	monitorExpected atomic.Bool     // the monitor's connection may end (Redis restart, run end)
+	monitorDone     <-chan struct{} // closed when the current monitor connection ended
 	fatalErr        chan error
 
 	mu           sync.Mutex
@@ -164,7 +165,7 @@ type driver struct {
 	faults       []fault
 	redisRestart *redisRestart
 	listen       listenStats
-	start        time.Time
+	start, end   time.Time // the run's start, and its end: load and drain
 }
 
 func (d *driver) logf(format string, args ...any) {
@@ -219,6 +220,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 	if err := d.startAll(ctx); err != nil {
 		return false, fmt.Errorf("%w (logs in %s)", err, cfg.logs)
 	}
+	d.start = time.Now() // the clock of the fault plan starts with every process up
+	d.end = d.start.Add(cfg.duration)
 	d.logf("running %s for %s (seed %d, logs in %s)", variant(cfg), cfg.duration, cfg.seed, cfg.logs)
 	if err := d.drive(ctx); err != nil {
 		return false, fmt.Errorf("%w (logs in %s)", err, cfg.logs)
@@ -314,10 +317,11 @@ func (d *driver) attachMonitor(ctx context.Context) error {
 		return fmt.Errorf("attach MONITOR: %w", err)
 	}
 	d.monitorExpected.Store(false)
+	d.monitorDone = done
 	go func() {
 		<-done
 		if !d.monitorExpected.Load() {
-			d.obs.gap(fmt.Sprintf("the monitor's connection ended at %.1fs: %v", time.Since(d.start).Seconds(), *reason))
+			d.obs.gap(fmt.Sprintf("the monitor's connection ended at %s: %v", time.Now().Format("15:04:05.000"), *reason))
 		}
 	}()
 	info, err := d.admin.Info(ctx, "commandstats").Result()
@@ -329,7 +333,7 @@ func (d *driver) attachMonitor(ctx context.Context) error {
 		return err
 	}
 	if ran := scriptCalls(info); ran > seen {
-		d.obs.gap(fmt.Sprintf("%d script calls ran before the monitor attached at %.1fs", ran-seen, time.Since(d.start).Seconds()))
+		d.obs.gap(fmt.Sprintf("%d script calls ran before the monitor attached at %s", ran-seen, time.Now().Format("15:04:05.000")))
 	}
 	return nil
 }

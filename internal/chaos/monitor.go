@@ -294,6 +294,9 @@ func (o *observer) attach(addr string) (done <-chan struct{}, endErr *error, err
 	o.mu.Lock()
 	o.scripts = 0
 	o.mu.Unlock()
+	for len(o.infoAt) > 0 { // a mark from an earlier connection
+		<-o.infoAt
+	}
 	ch := make(chan struct{})
 	var reason error
 	go func() {

@@ -43,7 +43,7 @@ func (d *driver) schedule() []step {
 // waits (until the end of --duration) for every task to end.
 func (d *driver) drive(ctx context.Context) error {
 	load := time.Duration(float64(d.cfg.duration) * d.cfg.loadShare)
-	loadEnd, end := d.start.Add(load), d.start.Add(d.cfg.duration)
+	loadEnd, end := d.start.Add(load), d.end
 	runCtx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
 	defer cancel()
 	listenCtx, stopListen := context.WithDeadline(runCtx, end)
