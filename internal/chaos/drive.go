@@ -84,8 +84,9 @@ func (d *driver) pick(listen bool) *client.Client {
 // be reached or answered with an HTTP 5xx (killed, restarting, Redis away).
 func (d *driver) do(fn func(c *client.Client) error) error {
 	var err error
-	for range len(d.clients) {
-		if err = fn(d.pick(false)); err == nil || !retryable(err) {
+	first := int(d.rr.Add(1))
+	for k := range len(d.clients) {
+		if err = fn(d.clients[(first+k)%len(d.clients)]); err == nil || !retryable(err) {
 			return err
 		}
 	}
