@@ -15,6 +15,7 @@ import (
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
+	"github.com/mcpq/mcpq/worker/toolpack/chaos"
 	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
 )
@@ -129,7 +130,7 @@ func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", envInt("MCPQ_CONCURRENCY", 10), "jobs run at once (env MCPQ_CONCURRENCY)")
 	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs (env MCPQ_TASK_CHECK_INTERVAL)")
 	fs.IntVar(&cfg.MaxLostDeliveries, "max-lost-deliveries", envInt("MCPQ_MAX_LOST_DELIVERIES", 3), "lost deliveries a task survives; one more ends it failed (env MCPQ_MAX_LOST_DELIVERIES)")
-	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance" (env MCPQ_FIXTURES)`)
+	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance", "chaos" (env MCPQ_FIXTURES)`)
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -156,8 +157,14 @@ func newWorker(ctx context.Context, cfg worker.Config, fixtures string) (*worker
 			if err := conformance.Register(ctx, w); err != nil {
 				return nil, err
 			}
+		case "chaos": // scripts/chaos's tools
+			for _, t := range chaos.Tools() {
+				if err := w.AddTool(ctx, t); err != nil {
+					return nil, err
+				}
+			}
 		default:
-			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance)", name)
+			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance, chaos)", name)
 		}
 	}
 	for _, t := range demo.Tools() {
