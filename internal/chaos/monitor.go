@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker/toolpack/chaos"
 )
 
@@ -125,14 +127,15 @@ func (o *observer) line(s string) error {
 	case cmd == "PUBLISH" && len(args) == 3:
 		if id, ok := o.id(args[1], ":events:"); ok {
 			t := o.task(id)
-			switch args[2] {
-			case "completed", "failed", "cancelled":
-				t.endings = append(t.endings, ending{args[2], at})
+			ev := taskstate.DecodeEvent(args[2])
+			switch {
+			case ev.Status.Terminal():
+				t.endings = append(t.endings, ending{string(ev.Status), at})
 				t.writes = append(t.writes, at)
-				if args[2] == "cancelled" && t.cancelReq.IsZero() {
+				if ev.Status == proto.StatusCancelled && t.cancelReq.IsZero() {
 					t.cancelReq = at
 				}
-			case "cancel":
+			case ev.CancelRequested:
 				if t.cancelReq.IsZero() {
 					t.cancelReq = at
 				}

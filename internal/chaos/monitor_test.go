@@ -124,6 +124,12 @@ func TestObserver(t *testing.T) {
 			f.lua("PUBLISH", ch, "cancelled")
 			f.lua("PUBLISH", ch, "completed")
 		}, 1, 1, 0, []string{"cancelled", "completed"}, true},
+		{"state events as the scripts publish them", func(f *feed) {
+			f.claim(1)
+			f.lua("HSET", key, "cancel", "1", "statusMessage", "Cancelling")
+			f.lua("PUBLISH", ch, `{"version":3,"status":"working","statusMessage":"Cancelling","lastUpdatedAt":"1","cancel":"1"}`)
+			f.lua("PUBLISH", ch, `{"version":4,"status":"cancelled","statusMessage":"Cancelled","lastUpdatedAt":"2","cancel":"1"}`)
+		}, 1, 1, 0, []string{"cancelled"}, true},
 		{"other prefix and client lines ignored", func(f *feed) {
 			f.lua("HSET", "other:{pabc}:task:T1", "running", "5")
 			f.client("EVALSHA", "abc", "1", key, "chaos a=9 s=1/5 pid=1")
