@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
@@ -65,14 +66,15 @@ func envInt(name string, def int) int {
 	return n
 }
 
-// redisClient connects to REDIS_URL (Redis URL syntax, e.g. redis://host:6379/0).
+// redisClient connects to REDIS_URL: one server (redis://host:6379/0), a
+// Redis Cluster (redis+cluster://h1:p1,h2:p2/) or a Sentinel-managed primary
+// (redis+sentinel://s1:p1,s2:p2/MASTER/0); the forms are in docs/redis.md.
 func redisClient() (redis.UniversalClient, error) {
-	u := env("REDIS_URL", "redis://127.0.0.1:6379/0")
-	opts, err := redis.ParseURL(u)
+	rdb, err := taskstate.Connect(env("REDIS_URL", "redis://127.0.0.1:6379/0"))
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	return redis.NewClient(opts), nil
+	return rdb, nil
 }
 
 // adviseRedis logs, once at start, a Redis setting that would halve the
