@@ -258,3 +258,32 @@ func (b *Backend) NumSub(ctx context.Context, channel string) (int64, error) {
 	})
 	return n, err
 }
+
+// EachReal runs fn as a subtest against the real backends: a redis-server,
+// and the Redis Cluster when MCPQ_TEST_REDIS_CLUSTER_URL is set. For
+// tests that run mcpq as processes, which miniredis cannot serve across.
+func EachReal(t *testing.T, fn func(t *testing.T, b *Backend)) {
+	t.Helper()
+	t.Run("redis-server", func(t *testing.T) { fn(t, Real(t)) })
+	if os.Getenv(clusterEnv) != "" {
+		t.Run("redis-cluster", func(t *testing.T) { fn(t, Cluster(t)) })
+	}
+}
+
+// Keys lists the keys matching pattern; on a cluster, from every primary.
+func (b *Backend) Keys(ctx context.Context, pattern string) ([]string, error) {
+	cc, ok := b.Client.(*redis.ClusterClient)
+	if !ok {
+		return b.Client.Keys(ctx, pattern).Result()
+	}
+	var mu sync.Mutex
+	var all []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		keys, err := c.Keys(ctx, pattern).Result()
+		mu.Lock()
+		all = append(all, keys...)
+		mu.Unlock()
+		return err
+	})
+	return all, err
+}
