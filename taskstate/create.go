@@ -80,7 +80,7 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if p.Job.Captured() {
 		err, jobErr = s.runWithJob(ctx, p.Job, keys, argv...)
 	} else {
-		err = s.runKeys(ctx, createScript, keys, argv...)
+		err = s.runKeysWaited(ctx, createScript, keys, argv...)
 	}
 	if err != nil {
 		return nil, err

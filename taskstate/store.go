@@ -22,6 +22,13 @@ type Options struct {
 	// heartbeat before Get reports its worker lost (default 15s; workers
 	// heartbeat every few seconds).
 	LostAfter time.Duration
+	// WaitReplicas, when above 0, makes Create, Answer and RequestCancel
+	// wait for that many replicas to confirm their write (Redis WAIT, on
+	// the same connection; see wait.go) and return a *ReplicaError when
+	// fewer do within WaitTimeout. Default 0: no wait.
+	WaitReplicas int
+	// WaitTimeout bounds that wait (default DefaultWaitTimeout, 1s).
+	WaitTimeout time.Duration
 }
 
 // Store reads and changes task records. It is safe for concurrent use.
@@ -31,6 +38,9 @@ type Store struct {
 	now   func() time.Time
 	grace time.Duration
 	lost  time.Duration
+	// waitReplicas and waitTimeout are Options.WaitReplicas and WaitTimeout.
+	waitReplicas int
+	waitTimeout  time.Duration
 	// owners remembers owners already in Keys.Owners, to add each once.
 	owners sync.Map
 }
@@ -49,7 +59,12 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.LostAfter == 0 {
 		opts.LostAfter = 15 * time.Second
 	}
-	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace, lost: opts.LostAfter}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = DefaultWaitTimeout
+	}
+	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
+	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace, lost: opts.LostAfter,
+		waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout}
 }
 
 // Keys returns the key builder the store uses.
