@@ -69,6 +69,15 @@ type Config struct {
 	AllowUnlimitedTTL bool
 	// PollInterval is the pollIntervalMs for tools that set none (default 1s).
 	PollInterval time.Duration
+	// WaitReplicas, when above 0, makes a CreateTaskResult, a tasks/update
+	// and a tasks/cancel wait until that many Redis replicas hold the write
+	// (Redis WAIT); when fewer confirm within WaitTimeout the request fails
+	// with -32603 "Not replicated" though the write was made (docs/redis.md).
+	// Default 0: no wait.
+	WaitReplicas int
+	// WaitTimeout bounds that wait (default 1s); keep it below the Redis
+	// client's read timeout (3s unless REDIS_URL sets read_timeout).
+	WaitTimeout time.Duration
 	// CatalogTTL is how long the tool catalog read from Redis is reused (default 1s).
 	CatalogTTL time.Duration
 	// Clock is the time source (default time.Now).

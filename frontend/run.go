@@ -297,6 +297,11 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 	case errors.As(err, &jobErr):
 		s.unscheduled(ctx, rec)
 		return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
+	case errors.Is(err, taskstate.ErrNotReplicated): // written: run it, but do not acknowledge it
+		if !p.Job.Captured() {
+			_ = s.enqueue(ctx, rec, def, 0)
+		}
+		return nil, err
 	case err != nil:
 		return nil, err
 	case p.Job.Captured():

@@ -33,8 +33,8 @@ func TestWaitReplicasShortfall(t *testing.T) {
 			id := taskstate.NewID()
 			rec, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: id, Principal: principal, Tool: "echo"})
 			short(t, "Create", err)
-			if rec != nil {
-				t.Fatalf("Create returned a record with its error: %+v", rec)
+			if rec == nil || rec.Ref.ID != id {
+				t.Fatalf("Create returned no record with its error: %+v", rec)
 			}
 			ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: id}
 			if r, err := plain.Get(ctx(t), ref); err != nil || r.Status != proto.StatusWorking {

@@ -113,6 +113,8 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", envFloat("MCPQ_RATE_LIMIT", 0), "requests per second per principal across replicas, 0 for none (env MCPQ_RATE_LIMIT)")
 	fs.IntVar(&cfg.RateBurst, "rate-burst", envInt("MCPQ_RATE_BURST", 0), "rate limit burst (env MCPQ_RATE_BURST; default 2 x rate)")
 	fs.IntVar(&cfg.MaxLiveTasks, "max-live-tasks", envInt("MCPQ_MAX_LIVE_TASKS", 1000), "tasks per principal that have not ended, -1 for no cap (env MCPQ_MAX_LIVE_TASKS)")
+	fs.IntVar(&cfg.WaitReplicas, "wait-replicas", envInt("MCPQ_WAIT_REPLICAS", 0), "Redis replicas that must hold a task's creation, update or cancel before it is acknowledged, 0 for none (env MCPQ_WAIT_REPLICAS; docs/redis.md)")
+	fs.DurationVar(&cfg.WaitTimeout, "wait-timeout", envDuration("MCPQ_WAIT_TIMEOUT", time.Second), "how long to wait for those replicas before the request fails as not replicated (env MCPQ_WAIT_TIMEOUT)")
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", envDuration("MCPQ_POLL_INTERVAL", time.Second), "pollIntervalMs for tools that set none (env MCPQ_POLL_INTERVAL)")
 }
 
