@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -92,6 +93,9 @@ const Version = "0.1.0"
 func (c *Config) setDefaults() error {
 	if c.Redis == nil {
 		return errors.New("frontend: Config.Redis is required")
+	}
+	if c.WaitReplicas < 0 || c.WaitTimeout < 0 {
+		return fmt.Errorf("frontend: WaitReplicas (%d) and WaitTimeout (%s) must not be negative", c.WaitReplicas, c.WaitTimeout)
 	}
 	if len(c.AllowedOrigins) == 0 {
 		c.AllowedOrigins = []string{"localhost", "127.0.0.1", "[::1]", "::1"}
