@@ -53,12 +53,19 @@ func StartServer(t testing.TB, extra ...string) *Server {
 	})
 }
 
-// StartSentinel starts a redis-sentinel monitoring the primary at
+// StartSentinel starts a Redis Sentinel monitoring the primary at
 // primaryAddr under master, with quorum 2 and short failure timeouts, and
-// stops it when the test ends.
+// stops it when the test ends. It runs redis-sentinel, or where only
+// redis-server is installed (Debian ships redis-sentinel apart),
+// redis-server --sentinel, the same program.
 func StartSentinel(t testing.TB, master, primaryAddr string) *Server {
 	t.Helper()
-	bin := Binary(t, "redis-sentinel")
+	var argv0 []string
+	if p, err := exec.LookPath("redis-sentinel"); err == nil {
+		argv0 = []string{p}
+	} else {
+		argv0 = []string{Binary(t, "redis-server")}
+	}
 	dir := t.TempDir()
 	host, port, _ := strings.Cut(primaryAddr, ":")
 	return startProc(t, dir, func(p int) []string {
@@ -70,7 +77,10 @@ func StartSentinel(t testing.TB, master, primaryAddr string) *Server {
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return []string{bin, path}
+		if len(argv0) == 1 && filepath.Base(argv0[0]) == "redis-server" {
+			return []string{argv0[0], path, "--sentinel"}
+		}
+		return append(argv0, path)
 	})
 }
 
@@ -151,7 +161,7 @@ func StartReplicated(t testing.TB, n int) (primary *Server, replicas []*Server) 
 	primary = StartServer(t, "--repl-diskless-sync-delay", "0")
 	host, port, _ := strings.Cut(primary.Addr, ":")
 	for range n {
-		r := StartServer(t, "--replicaof", host, port)
+		r := StartServer(t, "--replicaof", host, port, "--repl-diskless-sync-delay", "0")
 		replicas = append(replicas, r)
 		c := r.Client(t)
 		deadline := time.Now().Add(20 * time.Second)
