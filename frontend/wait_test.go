@@ -15,7 +15,7 @@ import (
 // TestWaitReplicasNotAcknowledged: a front end asked to wait for more Redis
 // replicas than confirm its write answers -32603 "Not replicated" instead
 // of the acknowledgement, while the write itself stands (and a created or
-// resumed task still gets its job).
+// resumed task still gets its job), on every path that acknowledges.
 func TestWaitReplicasNotAcknowledged(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		const want = 3 // no backend here has a replica
@@ -62,6 +62,18 @@ func TestWaitReplicasNotAcknowledged(t *testing.T) {
 				t.Fatalf("resumed job for %s, want %s", j.Ref.ID, id)
 			}
 			rec, err := e.store.Get(context.Background(), ref(id))
+			if err != nil || rec.Status != proto.StatusWorking || len(rec.Answers) != 1 {
+				t.Fatalf("the answer was not written: %+v %v", rec, err)
+			}
+		})
+		t.Run("MRTR retry", func(t *testing.T) {
+			args := map[string]any{"n": 2}
+			state, r := plain.mrtr("", toolSlow, args)
+			notReplicated(t, e.send("", retryBody(toolSlow, args, state), nil))
+			if j := e.enq.nextJob(t); j.Ref.ID != r.ID {
+				t.Fatalf("resumed job for %s, want %s", j.Ref.ID, r.ID)
+			}
+			rec, err := e.store.Get(context.Background(), r)
 			if err != nil || rec.Status != proto.StatusWorking || len(rec.Answers) != 1 {
 				t.Fatalf("the answer was not written: %+v %v", rec, err)
 			}
