@@ -60,9 +60,9 @@ func TestSentinelFailover(t *testing.T) {
 	// Clients create one-second tasks back to back, recording every
 	// acknowledged task and every refusal.
 	var (
-		mu       sync.Mutex
-		acked    []string
-		afterSw  int // acknowledged after the failover was seen complete
+		mu          sync.Mutex
+		acked       []string
+		afterSw     int // acknowledged after the failover was seen complete
 		switched    bool
 		syncAnswers int
 		refusals    = map[string]int{}
