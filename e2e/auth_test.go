@@ -242,7 +242,7 @@ func (f *authFE) mcpqCmd(t *testing.T, args ...string) string {
 // queue: what a request that changed nothing leaves as it was.
 func (f *authFE) redisState(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	keys, err := f.b.Client.Keys(ctx, f.b.Prefix+"*").Result()
+	keys, err := f.b.Keys(ctx, f.b.Prefix+"*")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,11 @@ func (f *authFE) redisState(t *testing.T, ctx context.Context) string {
 
 func TestAuthAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	b := redistest.Real(t)
+	redistest.EachReal(t, testAuthAcrossProcesses)
+}
+
+func testAuthAcrossProcesses(t *testing.T, b *redistest.Backend) {
+	t.Parallel()
 	keyAlice, keyBob := "k1-"+taskstate.NewID(), "k2-"+taskstate.NewID()
 	f := &authFE{b: b, env: []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix}}
 	start(t, "worker", f.env, nil, "worker", "--fixtures", "conformance")

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 )
 
 // TestSlice runs the end-to-end acceptance flow against mcpq dev and against
-// separate front-end and worker processes on a real redis-server, with
-// consecutive requests alternating between two front ends.
+// separate front-end and worker processes on a real redis-server (and on a
+// Redis Cluster when MCPQ_TEST_REDIS_CLUSTER_URL is set), with consecutive
+// requests alternating between two front ends.
 func TestSlice(t *testing.T) {
 	t.Run("dev", func(t *testing.T) {
 		t.Parallel()
@@ -22,7 +24,11 @@ func TestSlice(t *testing.T) {
 	})
 	t.Run("processes", func(t *testing.T) {
 		t.Parallel()
-		runFlow(t, startCluster(t, 2, 2))
+		runFlow(t, startCluster(t, redistest.Real(t), 2, 2))
+	})
+	t.Run("processes on a Redis Cluster", func(t *testing.T) {
+		t.Parallel()
+		runFlow(t, startCluster(t, redistest.Cluster(t), 2, 2))
 	})
 }
 

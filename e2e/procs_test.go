@@ -152,9 +152,8 @@ func startDev(t *testing.T) string {
 
 // startCluster runs frontends and workers as separate processes on a real
 // redis-server and returns the front ends' MCP URLs.
-func startCluster(t *testing.T, frontends, workers int) []string {
+func startCluster(t *testing.T, b *redistest.Backend, frontends, workers int) []string {
 	t.Helper()
-	b := redistest.Real(t)
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix}
 	for i := range workers {
 		start(t, fmt.Sprintf("worker %d", i), env, nil, "worker", "--fixtures", "conformance")

@@ -236,9 +236,8 @@ func accept(content map[string]any) map[string]any {
 // startTaskCluster runs front ends and one worker process per entry of
 // workerArgs (flags added to `worker --fixtures conformance`) on a real
 // redis-server; it returns the front ends' MCP URLs and the backend.
-func startTaskCluster(t *testing.T, frontends int, workerArgs ...[]string) ([]string, *redistest.Backend) {
+func startTaskCluster(t *testing.T, b *redistest.Backend, frontends int, workerArgs ...[]string) ([]string, *redistest.Backend) {
 	t.Helper()
-	b := redistest.Real(t)
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix}
 	for i, extra := range workerArgs {
 		start(t, fmt.Sprintf("worker %d", i), env, nil, append([]string{"worker", "--fixtures", "conformance"}, extra...)...)
@@ -262,7 +261,12 @@ func startTaskCluster(t *testing.T, frontends int, workerArgs ...[]string) ([]st
 // takes one job at a time (--concurrency 1).
 func TestTasksAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	urls, b := startTaskCluster(t, 2, []string{"--concurrency", "1"})
+	redistest.EachReal(t, testTasksAcrossProcesses)
+}
+
+func testTasksAcrossProcesses(t *testing.T, b *redistest.Backend) {
+	t.Parallel()
+	urls, _ := startTaskCluster(t, b, 2, []string{"--concurrency", "1"})
 
 	t.Run("a listener on one front end follows a task created through the other", func(t *testing.T) {
 		ctx := within(t)

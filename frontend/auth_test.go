@@ -157,7 +157,7 @@ func (e *env) listed(key string) []string {
 // redisKeys lists the keys under the env's prefix.
 func (e *env) redisKeys() []string {
 	e.t.Helper()
-	keys, err := e.b.Client.Keys(context.Background(), e.prefix+"*").Result()
+	keys, err := e.b.Keys(context.Background(), e.prefix+"*")
 	if err != nil {
 		e.t.Fatal(err)
 	}

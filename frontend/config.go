@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -75,6 +76,15 @@ type Config struct {
 	// a running task silent that long shows "No word from its worker"
 	// (default taskstate.DefaultLostAfter).
 	LostAfter time.Duration
+	// WaitReplicas, when above 0, makes a CreateTaskResult, a tasks/update
+	// and a tasks/cancel wait until that many Redis replicas hold the write
+	// (Redis WAIT); when fewer confirm within WaitTimeout the request fails
+	// with -32603 "Not replicated" though the write was made (docs/redis.md).
+	// Default 0: no wait.
+	WaitReplicas int
+	// WaitTimeout bounds that wait (default 1s); keep it below the Redis
+	// client's read timeout (3s unless REDIS_URL sets read_timeout).
+	WaitTimeout time.Duration
 	// CatalogTTL is how long the tool catalog read from Redis is reused (default 1s).
 	CatalogTTL time.Duration
 	// Clock is the time source (default time.Now).
@@ -89,6 +99,9 @@ const Version = "0.1.0"
 func (c *Config) setDefaults() error {
 	if c.Redis == nil {
 		return errors.New("frontend: Config.Redis is required")
+	}
+	if c.WaitReplicas < 0 || c.WaitTimeout < 0 {
+		return fmt.Errorf("frontend: WaitReplicas (%d) and WaitTimeout (%s) must not be negative", c.WaitReplicas, c.WaitTimeout)
 	}
 	if len(c.AllowedOrigins) == 0 {
 		c.AllowedOrigins = []string{"localhost", "127.0.0.1", "[::1]", "::1"}

@@ -50,8 +50,14 @@ func toRPC(err error) (*proto.Error, int) {
 		return se.rpc, se.status
 	}
 	var pe *proto.Error
+	var re *taskstate.ReplicaError
 	switch {
 	case errors.As(err, &pe):
+	case errors.As(err, &re):
+		// The write stands on the primary; only its durability is in doubt.
+		pe = proto.NewError(proto.CodeInternalError, "Not replicated: the change was made, but only %d of %d Redis replicas "+
+			"confirmed it within %s, so a Redis failover may lose it", re.Got, re.Want, re.Timeout)
+		pe.Data = map[string]any{"replicasConfirmed": re.Got, "replicasWanted": re.Want}
 	case taskstate.IsUnavailable(err):
 		return errUnavailable(), http.StatusServiceUnavailable
 	case errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired):

@@ -142,21 +142,28 @@ func (s *Server) deliverAnswers(ctx context.Context, ref taskstate.Ref, inv invo
 	}
 	if len(answers) > 0 {
 		res, err := s.store.Answer(ctx, ref, answers)
+		notReplicated := errors.Is(err, taskstate.ErrNotReplicated) // written: still resume, then report
 		switch {
 		case errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired):
 			return nil, errBadState("its task no longer exists")
-		case err != nil && !errors.Is(err, taskstate.ErrTerminal):
+		case err != nil && !errors.Is(err, taskstate.ErrTerminal) && !notReplicated:
 			return nil, err
 		}
 		if res.Resume > 0 {
-			rec, err := s.store.Get(ctx, ref)
-			if err != nil {
-				return nil, err
+			rec, gerr := s.store.Get(ctx, ref)
+			if gerr != nil {
+				return nil, gerr
 			}
 			if err := s.enqueue(ctx, rec, inv.def, res.Resume); err != nil {
 				return nil, err
 			}
+			if notReplicated {
+				return nil, err
+			}
 			return rec, nil
+		}
+		if notReplicated {
+			return nil, err
 		}
 	}
 	rec, err := s.store.Get(ctx, ref)
@@ -300,6 +307,11 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 	case errors.As(err, &jobErr):
 		s.unscheduled(ctx, rec)
 		return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
+	case errors.Is(err, taskstate.ErrNotReplicated): // written: run it, but do not acknowledge it
+		if !p.Job.Captured() {
+			_ = s.enqueue(ctx, rec, def, 0)
+		}
+		return nil, err
 	case err != nil:
 		return nil, err
 	case p.Job.Captured():

@@ -59,7 +59,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	store := taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter})
+	store := taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
+		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout})
 	key := cfg.StateKey
 	if len(key) == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -75,7 +75,8 @@ func (s *Server) updateTask(ctx context.Context, c *call) (any, error) {
 	}
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(c.principal), ID: p.TaskID}
 	res, err := s.store.Answer(ctx, ref, answers)
-	if err != nil && !errors.Is(err, taskstate.ErrTerminal) {
+	notReplicated := errors.Is(err, taskstate.ErrNotReplicated) // written: still resume, then report
+	if err != nil && !errors.Is(err, taskstate.ErrTerminal) && !notReplicated {
 		return nil, err
 	}
 	if res.Resume > 0 {
@@ -93,6 +94,9 @@ func (s *Server) updateTask(ctx context.Context, c *call) (any, error) {
 		if err := s.enqueue(ctx, rec, def, res.Resume); err != nil {
 			return nil, err
 		}
+	}
+	if notReplicated {
+		return nil, err
 	}
 	return &proto.Ack{}, nil
 }

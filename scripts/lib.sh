@@ -55,6 +55,46 @@ start_redis() {
   log "redis-server did not start"; cat "$dir/redis.log" >&2; exit 1
 }
 
+# start_redis_cluster VAR: start a throwaway Redis Cluster of 3 primaries
+# (no replicas) on free loopback ports, wait until it serves every slot,
+# set VAR to its redis+cluster:// URL (docs/redis.md) and arrange for it to
+# be stopped on exit.
+start_redis_cluster() {
+  local dir port pid ports=() addrs=() i
+  dir=$(mktemp -d)
+  for i in 1 2 3; do
+    port=$(free_port)
+    mkdir -p "$dir/$port"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir/$port" \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+      --daemonize no --logfile "$dir/$port/redis.log" &
+    pid=$!
+    for _ in $(seq 1 100); do
+      redis-cli -p "$port" ping >/dev/null 2>&1 && break
+      kill -0 "$pid" 2>/dev/null || { log "redis-server on $port exited"; cat "$dir/$port/redis.log" >&2; exit 1; }
+      sleep 0.1
+    done
+    redis-cli -p "$port" ping >/dev/null 2>&1 || { log "redis-server on $port did not start"; exit 1; }
+    REDIS_PIDS+=("$pid")
+    ports+=("$port")
+    addrs+=("127.0.0.1:$port")
+  done
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1 \
+    || { log "redis-cli --cluster create failed"; cat "$dir/create.log" >&2; exit 1; }
+  for _ in $(seq 1 200); do
+    local ok=0
+    for port in "${ports[@]}"; do
+      redis-cli -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' && ok=$((ok + 1))
+    done
+    if [ "$ok" = 3 ]; then
+      printf -v "$1" 'redis+cluster://%s/' "$(IFS=,; echo "${addrs[*]}")"
+      return
+    fi
+    sleep 0.1
+  done
+  log "Redis Cluster did not reach cluster_state:ok"; exit 1
+}
+
 stop_services() {
   local pid
   for pid in "${REDIS_PIDS[@]}" "${EXTRA_PIDS[@]}"; do

@@ -17,7 +17,7 @@ func (s *Store) RequestCancel(ctx context.Context, ref Ref) error {
 	if !ValidID(ref.ID) {
 		return ErrNotFound
 	}
-	err := s.runKeys(ctx, cancelScript, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID, s.keys.Stops(),
+	err := s.runKeysWaited(ctx, cancelScript, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID, s.keys.Stops(),
 		s.cancelGrace.Milliseconds())
 	switch {
 	case errors.Is(err, ErrExpired):

@@ -193,23 +193,35 @@ func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ..
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
 		// The two scripts' keys live in different slots, so a cluster
 		// pipeline may run them on two nodes in either order: one at a time.
-		if err := s.runKeys(ctx, createScript, keys, args...); err != nil {
-			return err, nil
+		// A replica shortfall still wrote the record: its job goes too.
+		recErr := s.runKeysWaited(ctx, createScript, keys, args...)
+		if recErr != nil && !errors.Is(recErr, ErrNotReplicated) {
+			return recErr, nil
 		}
-		return nil, jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), s.rdb, job)
+		return recErr, jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), s.rdb, job)
 	}
 	pipe := s.rdb.Pipeline()
 	rc := createScript.EvalSha(ctx, pipe, keys, args...)
 	jc := pipe.EvalSha(ctx, job.sha, job.keys, job.args...)
+	wc := s.addWait(ctx, pipe) // Options.WaitReplicas: covers the record and the job
 	_, _ = pipe.Exec(ctx)
+	var replicaErr error
 	if isNoScript(rc.Err()) {
-		rc = createScript.Eval(ctx, s.rdb, keys, args...)
+		rc, replicaErr = s.runWaited(ctx, createScript, keys, args...)
+	} else {
+		replicaErr = s.waitResult(wc)
 	}
 	code, err := rc.Int64()
 	if err != nil {
 		return err, nil
 	}
-	return codeErr(code), jobResult(ctx, jc, s.rdb, job)
+	if err := codeErr(code); err != nil {
+		return err, jobResult(ctx, jc, s.rdb, job)
+	}
+	if replicaErr != nil {
+		return replicaErr, jobResult(ctx, jc, s.rdb, job)
+	}
+	return nil, jobResult(ctx, jc, s.rdb, job)
 }
 
 // jobResult reads the answer of asynq's enqueue script (1 enqueued, 0 the id

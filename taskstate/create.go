@@ -3,6 +3,7 @@ package taskstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -40,7 +41,9 @@ type CreateParams struct {
 }
 
 // Create writes a new task record in status working with a fresh id and
-// returns it. When Create returns, a Get for the id succeeds.
+// returns it. When Create returns, a Get for the id succeeds. With
+// Options.WaitReplicas, a record fewer replicas confirmed comes back with a
+// *ReplicaError.
 func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	now := s.now()
 	ms := now.UnixMilli()
@@ -80,9 +83,9 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if p.Job.Captured() {
 		err, jobErr = s.runWithJob(ctx, p.Job, keys, argv...)
 	} else {
-		err = s.runKeys(ctx, createScript, keys, argv...)
+		err = s.runKeysWaited(ctx, createScript, keys, argv...)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return nil, err
 	}
 	t := time.UnixMilli(ms)
@@ -92,5 +95,5 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if jobErr != nil {
 		return rec, &JobError{Err: jobErr}
 	}
-	return rec, nil
+	return rec, err // nil, or a *ReplicaError (Options.WaitReplicas): written, not confirmed
 }

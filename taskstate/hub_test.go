@@ -64,7 +64,10 @@ type probe struct {
 
 func newProbe(t *testing.T, e *env, h *taskstate.Hub) *probe {
 	t.Helper()
-	channel := e.s.Keys().Events(taskstate.Ref{Owner: "probe", ID: taskstate.NewID()})
+	// The probe's channel is in the test principal's slot, so on a cluster
+	// its marker leaves from the node whose scripts publish the tasks'
+	// changes, and arrives after them.
+	channel := e.s.Keys().Events(taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()})
 	return &probe{e: e, sub: subscribe(t, h, channel), channel: channel}
 }
 
@@ -72,7 +75,7 @@ func newProbe(t *testing.T, e *env, h *taskstate.Hub) *probe {
 func (p *probe) sync(t *testing.T) {
 	t.Helper()
 	marker := "sync-" + taskstate.NewID()
-	if err := p.e.b.Client.Publish(ctx(t), p.channel, marker).Err(); err != nil {
+	if err := p.e.b.Publish(ctx(t), p.channel, marker); err != nil {
 		t.Fatalf("PUBLISH: %v", err)
 	}
 	expectRecv(t, p.sub, marker)
@@ -125,6 +128,7 @@ func TestHubDeliversStateChanges(t *testing.T) {
 				ref := e.create(t, taskstate.CreateParams{})
 				a := e.claim(t, ref)
 				sub := subscribe(t, h, e.s.Keys().Events(ref))
+				settle(t, b, sub, e.s.Keys().Events(ref))
 				tc.change(t, ref, a)
 				expectRecv(t, sub, tc.want)
 			})
@@ -188,7 +192,7 @@ func TestHubSubscribers(t *testing.T) {
 		// A new subscription on the same channel works after the last one
 		// closed.
 		s3 := subscribe(t, h, channel)
-		if err := b.Client.Publish(ctx(t), channel, "again").Err(); err != nil {
+		if err := b.Publish(ctx(t), channel, "again"); err != nil {
 			t.Fatal(err)
 		}
 		expectRecv(t, s3, "again")
@@ -221,7 +225,7 @@ func TestHubCloseRacesSubscribe(t *testing.T) {
 			if subErr != nil {
 				t.Fatalf("round %d: Subscribe: %v", i, subErr)
 			}
-			if err := b.Client.Publish(ctx(t), channel, "hello").Err(); err != nil {
+			if err := b.Publish(ctx(t), channel, "hello"); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -237,14 +241,40 @@ func TestHubCloseRacesSubscribe(t *testing.T) {
 	})
 }
 
+// settle reads sub up to a marker published on channel after it. On one
+// Redis the marker comes first. On a cluster, changes made before the
+// subscription may still arrive (a script's PUBLISH reaches the node the
+// hub listens on over the cluster bus, later than the script returns);
+// they are read and dropped here.
+func settle(t *testing.T, b *redistest.Backend, sub *taskstate.Subscription, channel string) {
+	t.Helper()
+	marker := "settle-" + taskstate.NewID()
+	if err := b.Publish(ctx(t), channel, marker); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case got := <-sub.C:
+			if got == marker {
+				return
+			}
+			if !b.Cluster {
+				t.Fatalf("received %q before the marker", got)
+			}
+		case <-time.After(wait):
+			t.Fatalf("marker not received within %v", wait)
+		}
+	}
+}
+
 // numsub is how many connections are subscribed to channel.
 func numsub(t *testing.T, b *redistest.Backend, channel string) int64 {
 	t.Helper()
-	m, err := b.Client.PubSubNumSub(ctx(t), channel).Result()
+	n, err := b.NumSub(ctx(t), channel)
 	if err != nil {
 		t.Fatalf("PUBSUB NUMSUB: %v", err)
 	}
-	return m[channel]
+	return n
 }
 
 // TestHubSlowReader: a reader that does not keep up is told so (EventResync
@@ -255,11 +285,13 @@ func TestHubSlowReader(t *testing.T) {
 		e := newEnv(t, b)
 		h := newHub(t, b)
 		p := newProbe(t, e, h)
-		channel := e.s.Keys().Events(taskstate.Ref{Owner: "o", ID: taskstate.NewID()})
+		// In the probe's slot, so the probe's marker follows the payloads
+		// on a cluster too.
+		channel := e.s.Keys().Events(taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()})
 		sub := subscribe(t, h, channel)
 		const sent = 40
 		for i := range sent {
-			if err := b.Client.Publish(ctx(t), channel, strconv.Itoa(i)).Err(); err != nil {
+			if err := b.Publish(ctx(t), channel, strconv.Itoa(i)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -27,6 +27,13 @@ type Options struct {
 	// its cancel was acknowledged, before the takeover scan ends it
 	// "cancelled" itself (default 2s; a live worker ends it at once).
 	CancelGrace time.Duration
+	// WaitReplicas, when above 0, makes Create, Answer and RequestCancel
+	// wait for that many replicas to confirm their write (Redis WAIT, on
+	// the same connection; see wait.go) and return a *ReplicaError when
+	// fewer do within WaitTimeout. Default 0: no wait.
+	WaitReplicas int
+	// WaitTimeout bounds that wait (default DefaultWaitTimeout, 1s).
+	WaitTimeout time.Duration
 }
 
 // Defaults of Options.LostAfter and Options.CancelGrace, and of the cap
@@ -46,6 +53,9 @@ type Store struct {
 	lost  time.Duration
 	// cancelGrace is Options.CancelGrace.
 	cancelGrace time.Duration
+	// waitReplicas and waitTimeout are Options.WaitReplicas and WaitTimeout.
+	waitReplicas int
+	waitTimeout  time.Duration
 	// owners remembers owners already in Keys.Owners, to add each once.
 	owners sync.Map
 }
@@ -67,8 +77,12 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.CancelGrace <= 0 {
 		opts.CancelGrace = DefaultCancelGrace
 	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = DefaultWaitTimeout
+	}
+	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
-		lost: opts.LostAfter, cancelGrace: opts.CancelGrace}
+		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout}
 }
 
 // Keys returns the key builder the store uses.

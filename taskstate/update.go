@@ -28,7 +28,8 @@ func (s *Store) Answer(ctx context.Context, ref Ref, answers map[string]json.Raw
 	for _, k := range sortedKeys(answers) {
 		args = append(args, k, string(answers[k]))
 	}
-	res, err := updateScript.Run(ctx, s.rdb, []string{s.keys.Task(ref)}, args...).Slice()
+	reply, replicaErr := s.runWaited(ctx, updateScript, []string{s.keys.Task(ref)}, args...)
+	res, err := reply.Slice()
 	if err != nil {
 		return AnswerResult{}, err
 	}
@@ -41,5 +42,6 @@ func (s *Store) Answer(ctx context.Context, ref Ref, answers map[string]json.Raw
 	}
 	applied, _ := res[1].(int64)
 	resume, _ := res[2].(int64)
-	return AnswerResult{Applied: applied, Resume: resume}, nil
+	// A *ReplicaError comes with the result: a resumed task still needs its job.
+	return AnswerResult{Applied: applied, Resume: resume}, replicaErr
 }

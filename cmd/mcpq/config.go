@@ -67,14 +67,15 @@ func envInt(name string, def int) int {
 	return n
 }
 
-// redisClient connects to REDIS_URL (Redis URL syntax, e.g. redis://host:6379/0).
+// redisClient connects to REDIS_URL: one server (redis://host:6379/0), a
+// Redis Cluster (redis+cluster://h1:p1,h2:p2/) or a Sentinel-managed primary
+// (redis+sentinel://s1:p1,s2:p2/MASTER/0); the forms are in docs/redis.md.
 func redisClient() (redis.UniversalClient, error) {
-	u := env("REDIS_URL", "redis://127.0.0.1:6379/0")
-	opts, err := redis.ParseURL(u)
+	rdb, err := taskstate.Connect(env("REDIS_URL", "redis://127.0.0.1:6379/0"))
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	return redis.NewClient(opts), nil
+	return rdb, nil
 }
 
 // adviseRedis logs, once at start, a Redis setting that would halve the
@@ -112,6 +113,8 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", envFloat("MCPQ_RATE_LIMIT", 0), "requests per second per principal across replicas, 0 for none (env MCPQ_RATE_LIMIT)")
 	fs.IntVar(&cfg.RateBurst, "rate-burst", envInt("MCPQ_RATE_BURST", 0), "rate limit burst (env MCPQ_RATE_BURST; default 2 x rate)")
 	fs.IntVar(&cfg.MaxLiveTasks, "max-live-tasks", envInt("MCPQ_MAX_LIVE_TASKS", 1000), "tasks per principal that have not ended, -1 for no cap (env MCPQ_MAX_LIVE_TASKS)")
+	fs.IntVar(&cfg.WaitReplicas, "wait-replicas", envInt("MCPQ_WAIT_REPLICAS", 0), "Redis replicas that must hold a task's creation, update or cancel before it is acknowledged, 0 for none (env MCPQ_WAIT_REPLICAS; docs/redis.md)")
+	fs.DurationVar(&cfg.WaitTimeout, "wait-timeout", envDuration("MCPQ_WAIT_TIMEOUT", time.Second), "how long to wait for those replicas before the request fails as not replicated (env MCPQ_WAIT_TIMEOUT)")
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", envDuration("MCPQ_POLL_INTERVAL", time.Second), "pollIntervalMs for tools that set none (env MCPQ_POLL_INTERVAL)")
 }
 

@@ -7,6 +7,12 @@
 // binary on a free loopback port. When neither is possible the real
 // backend is skipped, unless MCPQ_REQUIRE_REAL_REDIS=1 (scripts/test sets
 // it), which makes that a failure.
+//
+// A third backend, a Redis Cluster, joins Each when
+// MCPQ_TEST_REDIS_CLUSTER_URL is set (a redis+cluster:// URL, see
+// docs/redis.md; scripts/test starts a 3-primary cluster for it). Tests
+// that cannot run on a cluster by nature (SELECT, FLUSHDB, miniredis's
+// FastForward) skip there with SkipOnCluster.
 package redistest
 
 import (
@@ -25,20 +31,26 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/taskstate"
 )
 
 // Backend is one Redis to test against.
 type Backend struct {
-	// Name is "miniredis" or "redis-server".
+	// Name is "miniredis", "redis-server" or "redis-cluster".
 	Name string
-	// Client is connected to the backend; closed when the test ends.
-	Client *redis.Client
+	// Client is connected to the backend; closed when the test ends. On
+	// the cluster backend it is a *redis.ClusterClient.
+	Client redis.UniversalClient
 	// Prefix is a key prefix unique to the test, so tests can share a server.
 	Prefix string
 	// Mini is the miniredis (nil for redis-server), for FastForward.
 	Mini *miniredis.Miniredis
-	// URL is a redis:// URL other processes can use.
+	// URL is a URL other processes can use as REDIS_URL (redis:// or,
+	// on the cluster backend, redis+cluster://).
 	URL string
+	// Cluster is set on the Redis Cluster backend.
+	Cluster bool
 }
 
 // Each runs fn as a subtest against miniredis and against a real redis-server.
@@ -46,6 +58,40 @@ func Each(t *testing.T, fn func(t *testing.T, b *Backend)) {
 	t.Helper()
 	t.Run("miniredis", func(t *testing.T) { fn(t, Mini(t)) })
 	t.Run("redis-server", func(t *testing.T) { fn(t, Real(t)) })
+	if os.Getenv(clusterEnv) != "" {
+		t.Run("redis-cluster", func(t *testing.T) { fn(t, Cluster(t)) })
+	}
+}
+
+const clusterEnv = "MCPQ_TEST_REDIS_CLUSTER_URL"
+
+// Cluster returns the Redis Cluster backend at MCPQ_TEST_REDIS_CLUSTER_URL,
+// or skips when it is not set. A set URL that does not answer fails.
+func Cluster(t testing.TB) *Backend {
+	t.Helper()
+	url := os.Getenv(clusterEnv)
+	if url == "" {
+		t.Skipf("no Redis Cluster: set %s (scripts/test does)", clusterEnv)
+	}
+	c, err := taskstate.Connect(url)
+	if err != nil {
+		t.Fatalf("%s: %v", clusterEnv, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("Redis Cluster at %s: %v", url, err)
+	}
+	return &Backend{Name: "redis-cluster", Client: c, Prefix: prefix(), URL: url, Cluster: true}
+}
+
+// SkipOnCluster skips a test on the cluster backend, saying why.
+func (b *Backend) SkipOnCluster(t testing.TB, why string) {
+	t.Helper()
+	if b.Cluster {
+		t.Skip("not on a Redis Cluster: " + why)
+	}
 }
 
 // Mini returns a fresh miniredis backend.
@@ -176,4 +222,68 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Publish publishes payload on channel. On a cluster it goes through the
+// primary owning the channel's hash slot: mcpq's channels carry the
+// owner's hash tag, so that is the node whose scripts publish on them, and
+// a cluster keeps the order of messages only from one node.
+func (b *Backend) Publish(ctx context.Context, channel, payload string) error {
+	if cc, ok := b.Client.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, channel)
+		if err != nil {
+			return err
+		}
+		return node.Publish(ctx, channel, payload).Err()
+	}
+	return b.Client.Publish(ctx, channel, payload).Err()
+}
+
+// NumSub is how many connections are subscribed to channel; on a cluster,
+// summed over the primaries (each counts only its own clients).
+func (b *Backend) NumSub(ctx context.Context, channel string) (int64, error) {
+	cc, ok := b.Client.(*redis.ClusterClient)
+	if !ok {
+		m, err := b.Client.PubSubNumSub(ctx, channel).Result()
+		return m[channel], err
+	}
+	var mu sync.Mutex
+	var n int64
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		m, err := c.PubSubNumSub(ctx, channel).Result()
+		mu.Lock()
+		n += m[channel]
+		mu.Unlock()
+		return err
+	})
+	return n, err
+}
+
+// EachReal runs fn as a subtest against the real backends: a redis-server,
+// and the Redis Cluster when MCPQ_TEST_REDIS_CLUSTER_URL is set. For
+// tests that run mcpq as processes, which miniredis cannot serve across.
+func EachReal(t *testing.T, fn func(t *testing.T, b *Backend)) {
+	t.Helper()
+	t.Run("redis-server", func(t *testing.T) { fn(t, Real(t)) })
+	if os.Getenv(clusterEnv) != "" {
+		t.Run("redis-cluster", func(t *testing.T) { fn(t, Cluster(t)) })
+	}
+}
+
+// Keys lists the keys matching pattern; on a cluster, from every primary.
+func (b *Backend) Keys(ctx context.Context, pattern string) ([]string, error) {
+	cc, ok := b.Client.(*redis.ClusterClient)
+	if !ok {
+		return b.Client.Keys(ctx, pattern).Result()
+	}
+	var mu sync.Mutex
+	var all []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		keys, err := c.Keys(ctx, pattern).Result()
+		mu.Lock()
+		all = append(all, keys...)
+		mu.Unlock()
+		return err
+	})
+	return all, err
 }

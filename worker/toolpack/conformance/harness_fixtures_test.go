@@ -33,7 +33,7 @@ const (
 // driven the way the front end drives it (internal/workertest).
 type fxEnv struct {
 	*workertest.Env
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	store *taskstate.Store
 	hub   *taskstate.Hub
 }
