@@ -28,6 +28,9 @@ func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
 	if err := checkParamHeaders(c.httpReq.Header, def.Tool.InputSchema, p.Arguments); err != nil {
 		return nil, err
 	}
+	if bad := checkArguments(s.catalog.argSchema(def.Key()), p.Name, p.Arguments); bad != nil {
+		return bad, nil // before any task record or job exists (validate.go)
+	}
 	return s.invoke(ctx, c, invocation{def: def, method: proto.MethodToolsCall, name: p.Name,
 		args: p.Arguments, responses: p.InputResponses, state: p.RequestState})
 }
