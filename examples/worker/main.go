@@ -35,9 +35,18 @@ func main() {
 	}
 }
 
+// queue is where jobs of this worker's tools go: its own queue, so that
+// `mcpq worker` processes (which serve other tools on worker.DefaultQueue)
+// never take them, and this worker takes no job it cannot run.
+const queue = "examples"
+
 // tools are the tools this worker serves.
 func tools(stage time.Duration) []worker.Tool {
-	return []worker.Tool{deployTool(stage), primesTool()}
+	ts := []worker.Tool{deployTool(stage), primesTool()}
+	for i := range ts {
+		ts[i].Queue = queue
+	}
+	return ts
 }
 
 func run(stage time.Duration) error {
