@@ -19,12 +19,17 @@ import (
 	"github.com/mcpq/mcpq/proto"
 )
 
-// Resolve is the resolved schema, or nil when jsonschema-go cannot use it
-// (not a schema, a $ref to a remote document): then the tool's arguments
-// are the worker's to check. Resolve once per schema, not per call.
+// Resolve is the resolved schema, or nil when there is nothing to check:
+// a schema that accepts every object (callers refuse arguments that are
+// not an object before), or one jsonschema-go cannot use (not a schema, a
+// $ref to a remote document), whose tool's arguments are the worker's to
+// check. Resolve once per schema, not per call.
 func Resolve(schema json.RawMessage) *jsonschema.Resolved {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil
+	}
+	if anyObject(schema) {
 		return nil
 	}
 	rs, err := s.Resolve(nil)
@@ -32,6 +37,16 @@ func Resolve(schema json.RawMessage) *jsonschema.Resolved {
 		return nil
 	}
 	return rs
+}
+
+// anyObject reports whether schema is {"type":"object"} and nothing else.
+func anyObject(schema json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(schema, &m) != nil || len(m) != 1 {
+		return false
+	}
+	var typ string
+	return json.Unmarshal(m["type"], &typ) == nil && typ == "object"
 }
 
 // Check is nil when args (an object, or empty for none) satisfy rs (nil rs:
