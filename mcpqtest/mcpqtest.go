@@ -64,6 +64,17 @@ type Env struct {
 	started map[string][]int64 // attempts whose handler started, by task id
 	active  map[string]int     // handlers running, by task id
 	changed chan struct{}      // closed and replaced on every change of the two
+	// lives are the running handlers, by task id and attempt.
+	lives map[string]map[int64]*life
+}
+
+// life is one running handler: kill ends its context (its worker is lost)
+// and holds its return until released, so nothing it writes can come
+// before the task was taken back from it.
+type life struct {
+	stop     context.CancelFunc
+	killed   bool
+	released chan struct{}
 }
 
 type tool struct {
@@ -79,7 +90,8 @@ func New(t testing.TB, tools ...worker.Tool) *Env {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	e := &Env{rdb: rdb, clock: &clock{t: time.Now().Truncate(time.Millisecond)}, tools: map[string]*tool{},
-		started: map[string][]int64{}, active: map[string]int{}, changed: make(chan struct{})}
+		started: map[string][]int64{}, active: map[string]int{}, changed: make(chan struct{}),
+		lives: map[string]map[int64]*life{}}
 	e.store = taskstate.New(rdb, taskstate.Options{Clock: e.clock.Now, LostAfter: lostAfter})
 	served := make([]worker.Tool, 0, len(tools))
 	for _, tl := range tools {
@@ -126,9 +138,32 @@ func New(t testing.TB, tools ...worker.Tool) *Env {
 // track wraps h to record each delivery that runs it.
 func (e *Env) track(h worker.Handler) worker.Handler {
 	return func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
-		e.note(func() { e.started[c.TaskID] = append(e.started[c.TaskID], c.Attempt); e.active[c.TaskID]++ })
-		defer e.note(func() { e.active[c.TaskID]-- })
-		return h(ctx, c)
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		l := &life{stop: stop, released: make(chan struct{})}
+		e.note(func() {
+			e.started[c.TaskID] = append(e.started[c.TaskID], c.Attempt)
+			e.active[c.TaskID]++
+			if e.lives[c.TaskID] == nil {
+				e.lives[c.TaskID] = map[int64]*life{}
+			}
+			e.lives[c.TaskID][c.Attempt] = l
+		})
+		defer e.note(func() {
+			e.active[c.TaskID]--
+			delete(e.lives[c.TaskID], c.Attempt)
+		})
+		res, err := h(ctx, c)
+		e.mu.Lock()
+		killed := l.killed
+		e.mu.Unlock()
+		if killed {
+			select {
+			case <-l.released:
+			case <-time.After(Bound):
+			}
+		}
+		return res, err
 	}
 }
 
@@ -237,6 +272,20 @@ func (e *Env) record(ref taskstate.Ref) (*taskstate.Record, error) {
 		return nil, taskstate.ErrExpired
 	}
 	return rec, err
+}
+
+// kill ends the context of the task's running handler of attempt and
+// holds its return until release is called.
+func (e *Env) kill(id string, attempt int64) (release func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.lives[id][attempt]
+	if l == nil {
+		return func() {}
+	}
+	l.killed = true
+	l.stop()
+	return sync.OnceFunc(func() { close(l.released) })
 }
 
 // deliveries is what the Env saw of the task's handler runs.

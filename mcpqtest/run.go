@@ -235,43 +235,35 @@ func (r *Run) Expire(t testing.TB) {
 	})
 }
 
-// Redeliver acts out the loss of the worker running the task: the clock
-// moves until the task's heartbeat counts as lost, the worker's takeover
-// scan enqueues the job again, and Redeliver returns once a new delivery
-// started the handler (from the start, with the saved checkpoint). The
-// old delivery is fenced: its next write is refused and it stops.
+// Redeliver acts out the loss of the worker running the task: the
+// handler's context ends and nothing it does afterwards reaches Redis
+// first; the clock moves until its heartbeat counts as lost; the worker's
+// takeover scan enqueues the job again; and Redeliver returns once a new
+// delivery started the handler (from the start, with the saved
+// checkpoint). What the lost delivery still writes is refused.
 func (r *Run) Redeliver(t testing.TB) {
 	t.Helper()
-	st := r.State(t)
-	if st.Status != proto.StatusWorking {
-		t.Fatalf("mcpqtest: redeliver: task is %s, not working", st.Status)
+	rec, err := r.env.store.Get(context.Background(), r.ref)
+	if err != nil {
+		t.Fatalf("mcpqtest: redeliver: %v", err)
 	}
-	before := st.Attempt
-	deadline := time.Now().Add(Bound)
-	for {
-		// Each move makes any heartbeat so far lost; a heartbeat written
-		// between the move and the scan needs another move.
-		r.env.clock.advance(lostAfter + time.Millisecond)
+	if rec.Status != proto.StatusWorking || rec.Running == 0 {
+		t.Fatalf("mcpqtest: redeliver: task is %s and held by no delivery", rec.Status)
+	}
+	lost := rec.Running
+	release := r.env.kill(r.ref.ID, lost)
+	defer release()
+	r.WaitFor(t, "new delivery", func(State) bool {
+		rec, err := r.env.store.Get(context.Background(), r.ref)
+		if err == nil && rec.Running == lost && r.env.clock.Now().Sub(rec.Heartbeat) <= lostAfter {
+			// Still held, and its last heartbeat is not yet lost: move the
+			// clock. Once it is lost no takeover's new claim can be made
+			// to look lost too: the clock moves no more.
+			r.env.clock.advance(lostAfter + time.Millisecond)
+		}
 		started, _, _ := r.env.deliveries(r.ref.ID)
-		if len(started) > 0 && started[len(started)-1] > before {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mcpqtest: no new delivery within %v; state %+v", Bound, r.State(t))
-		}
-		r.waitChange(50 * time.Millisecond)
-	}
-}
-
-// waitChange returns on the next change of the task's deliveries or after d.
-func (r *Run) waitChange(d time.Duration) {
-	_, _, changed := r.env.deliveries(r.ref.ID)
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-changed:
-	case <-tm.C:
-	}
+		return len(started) > 0 && started[len(started)-1] > lost
+	})
 }
 
 // Deliveries lists the attempt number of each delivery that started the
