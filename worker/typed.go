@@ -22,8 +22,11 @@ type TypedHandler[In, Out any] func(ctx context.Context, c *Call, in In) (Out, e
 //     github.com/google/jsonschema-go: the `json` tag names a property,
 //     omitempty or omitzero makes it optional (every other field is
 //     required), no other property is allowed, and a `jsonschema` tag is
-//     the property's description. An `mcpq` tag adds bounds and enums:
-//     `mcpq:"minimum=1,maximum=60"`, `mcpq:"enum=eu|us"` (see schemaFor).
+//     the property's description. An `mcpq` tag adds what jsonschema-go's
+//     tags cannot say, as comma-separated key=value pairs: minimum,
+//     maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength,
+//     minItems, maxItems, enum (values split on |), format and title, e.g.
+//     `mcpq:"minimum=1,maximum=60"` or `mcpq:"enum=eu|us"`.
 //   - Every front end validates a call's arguments against the schema
 //     before any task exists, so the handler gets arguments that satisfy
 //     it and re-checks nothing the schema states.
