@@ -53,7 +53,13 @@ type proc struct {
 // start runs mcpq with args and env; lines of output go to onLine too.
 func start(t *testing.T, name string, env []string, onLine func(string), args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(mcpqBin, args...), done: make(chan struct{})}
+	return startBin(t, mcpqBin, name, env, onLine, args...)
+}
+
+// startBin runs the binary bin as start runs mcpq.
+func startBin(t *testing.T, bin, name string, env []string, onLine func(string), args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr, pw, err := os.Pipe()

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -19,6 +21,9 @@ type catalog struct {
 	byName    map[string]*taskstate.ToolDef
 	loadedAt  time.Time
 	minReload time.Duration
+	// argSchemas holds each tool's resolved inputSchema by key, and
+	// resolved each distinct schema text (see validate.go).
+	argSchemas, resolved map[string]*jsonschema.Resolved
 }
 
 func newCatalog(store *taskstate.Store, ttl time.Duration) *catalog {
@@ -61,6 +66,7 @@ func (c *catalog) reloadLocked(ctx context.Context, maxAge time.Duration) error 
 		return err
 	}
 	c.defs, c.byName, c.loadedAt = defs, make(map[string]*taskstate.ToolDef, len(defs)), now
+	c.argSchemas, c.resolved = resolveSchemas(defs, c.resolved)
 	for i := range defs {
 		c.byName[defs[i].Key()] = &c.defs[i]
 	}

@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 
+	"github.com/mcpq/mcpq/internal/argcheck"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -27,6 +28,9 @@ func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
 	}
 	if err := checkParamHeaders(c.httpReq.Header, def.Tool.InputSchema, p.Arguments); err != nil {
 		return nil, err
+	}
+	if bad := argcheck.Check(s.catalog.argSchema(def.Key()), p.Name, p.Arguments); bad != nil {
+		return bad, nil // before any task record or job exists (validate.go)
 	}
 	return s.invoke(ctx, c, invocation{def: def, method: proto.MethodToolsCall, name: p.Name,
 		args: p.Arguments, responses: p.InputResponses, state: p.RequestState})

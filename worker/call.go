@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
@@ -34,6 +35,11 @@ type Call struct {
 	store  *taskstate.Store
 	cancel <-chan struct{} // closed when cancellation is requested
 	worker *Worker
+	// parked is set once Input moved the task to input_required: the
+	// delivery then ends without writing, whatever the handler returns.
+	parked   bool
+	capsOnce sync.Once
+	caps     proto.ClientCapabilities
 }
 
 // Worker is the worker running the call, for handlers that change what it

@@ -134,8 +134,10 @@ type task struct {
 func (h *harness) create(t testing.TB, tool, args string) task {
 	t.Helper()
 	ctx := context.Background()
+	// The client declared every input kind (Call.Input refuses the others).
 	rec, err := h.store.Create(ctx, taskstate.CreateParams{Principal: "alice", Tool: tool,
-		Arguments: json.RawMessage(args), PollIntervalMs: 100})
+		Arguments: json.RawMessage(args), PollIntervalMs: 100,
+		Capabilities: json.RawMessage(`{"elicitation":{},"sampling":{},"roots":{}}`)})
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}

@@ -23,9 +23,18 @@ var errParked = errors.New("worker: task parked for input")
 // the handler then runs again from the start once the client answered (keep
 // expensive work behind SaveCheckpoint or Step results). Keys are unique for
 // the task's life: a new round of questions needs new keys.
+//
+// A request the creating client declared no capability for is not asked:
+// Input returns a -32021 error naming the missing capabilities. Once Input
+// has parked the task, the runtime leaves it waiting whatever the handler
+// returns, so a handler that wraps the parking error into a result cannot
+// complete the task over its pending input.
 func (c *Call) Input(ctx context.Context, reqs map[string]proto.InputRequest) (map[string]json.RawMessage, error) {
 	if len(reqs) == 0 {
 		return nil, errors.New("worker: Input needs at least one request")
+	}
+	if c.parked {
+		return nil, errParked
 	}
 	answers := map[string]json.RawMessage{}
 	ask := map[string]json.RawMessage{}
@@ -43,6 +52,10 @@ func (c *Call) Input(ctx context.Context, reqs map[string]proto.InputRequest) (m
 	if len(ask) == 0 {
 		return answers, nil
 	}
+	caps := c.Capabilities()
+	if err := missingCapabilities(&caps, reqs); err != nil {
+		return nil, err
+	}
 	if c.cancelRequested() {
 		return nil, ErrCancelled
 	}
@@ -52,15 +65,15 @@ func (c *Call) Input(ctx context.Context, reqs map[string]proto.InputRequest) (m
 		}
 		return nil, err
 	}
+	c.parked = true
 	return nil, errParked
 }
 
 // Capabilities are the client capabilities of the request that created the
-// task. Ask only for input kinds they cover.
+// task (decoded once per delivery). Input asks only for kinds they cover.
 func (c *Call) Capabilities() proto.ClientCapabilities {
-	var caps proto.ClientCapabilities
-	_ = json.Unmarshal(c.record.Capabilities, &caps)
-	return caps
+	c.capsOnce.Do(func() { _ = json.Unmarshal(c.record.Capabilities, &c.caps) })
+	return c.caps
 }
 
 // SaveCheckpoint stores v (JSON) as the handler's checkpoint: a handler that

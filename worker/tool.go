@@ -22,7 +22,12 @@ type Tool struct {
 	// Name, Title and Description are shown in tools/list.
 	Name, Title, Description string
 	// InputSchema is the JSON Schema of the arguments (default: any object).
+	// Every front end validates a call's arguments against it before a task
+	// exists (NewTool infers it from a Go type).
 	InputSchema json.RawMessage
+	// OutputSchema is the optional JSON Schema of the result's
+	// structuredContent (NewTool infers it from a struct result type).
+	OutputSchema json.RawMessage
 	// Policy is taskstate.PolicySync, PolicyTask or PolicyAuto (default).
 	Policy string
 	// SyncBudget is how long an auto call waits for the result before it
@@ -36,6 +41,9 @@ type Tool struct {
 	Queue string
 	// Handler runs the call.
 	Handler Handler
+
+	// err is why NewTool could not build the tool; New and AddTool report it.
+	err error
 }
 
 // DefaultQueue is the queue of tools that name none.
@@ -52,7 +60,8 @@ func (t Tool) def() taskstate.ToolDef {
 		ttl = taskstate.UnlimitedTTL
 	}
 	return taskstate.ToolDef{
-		Tool:           proto.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema},
+		Tool: proto.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: schema, OutputSchema: t.OutputSchema},
 		Policy:         t.Policy,
 		SyncBudgetMs:   t.SyncBudget.Milliseconds(),
 		TTLMs:          ttl,
@@ -70,6 +79,8 @@ func (t Tool) queue() string {
 
 func (t Tool) validate() error {
 	switch {
+	case t.err != nil:
+		return t.err
 	case t.Name == "":
 		return errors.New("worker: tool without a name")
 	case t.Handler == nil:
@@ -82,6 +93,9 @@ func (t Tool) validate() error {
 	}
 	if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
 		return fmt.Errorf("worker: tool %q: input schema is not JSON", t.Name)
+	}
+	if len(t.OutputSchema) > 0 && !json.Valid(t.OutputSchema) {
+		return fmt.Errorf("worker: tool %q: output schema is not JSON", t.Name)
 	}
 	return nil
 }

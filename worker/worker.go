@@ -294,7 +294,10 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 			log().Info("task no longer ours: stopped without writing")
 			return nil
 		}
-		if errors.Is(herr, errParked) {
+		if call.parked || errors.Is(herr, errParked) {
+			// Parked: the task waits for input whatever the handler made
+			// of the parking error (a handler that turned it into a
+			// result must not complete the task over its pending input).
 			log().Debug("task parked for input")
 			return nil
 		}

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
@@ -21,55 +20,31 @@ import (
 
 // Tools returns the pack.
 func Tools() []worker.Tool {
-	return []worker.Tool{{
-		Name:  "render_gif",
-		Title: "Render an animated GIF",
-		Description: "Renders an animated plasma GIF, one frame per step. `frames` (1-600, default 24), " +
-			"`size` in pixels (16-512, default 128), `frameMs`: minimum render time per frame " +
-			"(0-10000, default 250) so progress and cancellation can be watched.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"frames":{"type":"integer","minimum":1,"maximum":600},` +
-			`"size":{"type":"integer","minimum":16,"maximum":512},` +
-			`"frameMs":{"type":"integer","minimum":0,"maximum":10000}}}`),
-		PollInterval: time.Second,
-		TTL:          time.Hour,
-		Handler:      renderGIF,
-	}}
+	t := worker.NewTool("render_gif", "Renders an animated plasma GIF, one frame per step. `frames` (1-600, default 24), "+
+		"`size` in pixels (16-512, default 128), `frameMs`: minimum render time per frame "+
+		"(0-10000, default 250) so progress and cancellation can be watched.", renderGIF)
+	t.Title, t.PollInterval, t.TTL = "Render an animated GIF", time.Second, time.Hour
+	return []worker.Tool{t}
 }
 
-type gifArgs struct {
-	Frames  *int `json:"frames"`
-	Size    *int `json:"size"`
-	FrameMs *int `json:"frameMs"`
+// GIFArgs are render_gif's arguments; the front end checks the bounds
+// against the schema inferred from the tags before the task exists.
+type GIFArgs struct {
+	Frames  *int `json:"frames,omitempty" jsonschema:"frames to render (default 24)" mcpq:"minimum=1,maximum=600"`
+	Size    *int `json:"size,omitempty" jsonschema:"width and height in pixels (default 128)" mcpq:"minimum=16,maximum=512"`
+	FrameMs *int `json:"frameMs,omitempty" jsonschema:"minimum render time per frame in ms (default 250)" mcpq:"minimum=0,maximum=10000"`
 }
 
-func intArg(name string, v *int, def, lo, hi int) (int, error) {
+// or is *v, or def when v is absent (or null).
+func or(v *int, def int) int {
 	if v == nil {
-		return def, nil
+		return def
 	}
-	if *v < lo || *v > hi {
-		return 0, proto.NewError(proto.CodeInvalidParams, "Invalid arguments: %s must be from %d to %d", name, lo, hi)
-	}
-	return *v, nil
+	return *v
 }
 
-func renderGIF(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
-	var a gifArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
-	frames, err := intArg("frames", a.Frames, 24, 1, 600)
-	if err != nil {
-		return nil, err
-	}
-	size, err := intArg("size", a.Size, 128, 16, 512)
-	if err != nil {
-		return nil, err
-	}
-	frameMs, err := intArg("frameMs", a.FrameMs, 250, 0, 10000)
-	if err != nil {
-		return nil, err
-	}
+func renderGIF(ctx context.Context, c *worker.Call, a GIFArgs) (*proto.CallToolResult, error) {
+	frames, size, frameMs := or(a.Frames, 24), or(a.Size, 128), or(a.FrameMs, 250)
 	pal := palette()
 	anim := &gif.GIF{}
 	for i := range frames {

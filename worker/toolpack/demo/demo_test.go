@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/internal/workertest"
+	"github.com/mcpq/mcpq/mcpqtest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
@@ -108,29 +109,32 @@ func TestRenderGIF(t *testing.T) {
 	}
 }
 
-// TestRenderGIFInvalidArgs: out-of-range and mistyped arguments fail -32602.
+// TestRenderGIFInvalidArgs: out-of-range and mistyped arguments are
+// refused, as every front end refuses them, before any task exists: a tool
+// error naming the argument.
 func TestRenderGIFInvalidArgs(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ args, mention string }{
-		{`{"frames":0,"size":16,"frameMs":0}`, "frames must be from 1 to 600"},
-		{`{"frames":601,"size":16,"frameMs":0}`, "frames must be from 1 to 600"},
-		{`{"frames":1,"size":15,"frameMs":0}`, "size must be from 16 to 512"},
-		{`{"frames":1,"size":513,"frameMs":0}`, "size must be from 16 to 512"},
-		{`{"frames":1,"size":16,"frameMs":-1}`, "frameMs must be from 0 to 10000"},
-		{`{"frames":1,"size":16,"frameMs":10001}`, "frameMs must be from 0 to 10000"},
-		{`{"frames":"two"}`, "Invalid arguments"},
-		{`{"size":1.5}`, "Invalid arguments"},
+		{`{"frames":0,"size":16,"frameMs":0}`, `argument "frames": minimum: 0 is less than 1`},
+		{`{"frames":601,"size":16,"frameMs":0}`, `argument "frames": maximum: 601 is greater than 600`},
+		{`{"frames":1,"size":15,"frameMs":0}`, `argument "size": minimum`},
+		{`{"frames":1,"size":513,"frameMs":0}`, `argument "size": maximum`},
+		{`{"frames":1,"size":16,"frameMs":-1}`, `argument "frameMs": minimum`},
+		{`{"frames":1,"size":16,"frameMs":10001}`, `argument "frameMs": maximum`},
+		{`{"frames":"two"}`, `argument "frames"`},
+		{`{"size":1.5}`, `argument "size"`},
+		{`{"colors":3}`, `unexpected additional properties ["colors"]`},
 	}
-	e := start(t)
+	env := mcpqtest.New(t, demo.Tools()...)
 	for _, tc := range cases {
 		t.Run(tc.args, func(t *testing.T) {
-			t.Parallel()
-			rec := e.terminal(t, e.render(t, tc.args))
-			if rec.Status != proto.StatusFailed || rec.Error == nil || rec.Error.Code != proto.CodeInvalidParams {
-				t.Fatalf("got %s %+v, want failed -32602", rec.Status, rec.Error)
+			run := env.Call(t, "render_gif", json.RawMessage(tc.args))
+			res := run.Result(t)
+			if !res.IsError || run.TaskID() != "" {
+				t.Fatalf("got %+v (task %q), want a tool error and no task", res, run.TaskID())
 			}
-			if !strings.Contains(rec.Error.Message, tc.mention) {
-				t.Errorf("message %q does not mention %q", rec.Error.Message, tc.mention)
+			if text := res.Content[0].Text; !strings.Contains(text, tc.mention) {
+				t.Errorf("message %q does not mention %q", text, tc.mention)
 			}
 		})
 	}
