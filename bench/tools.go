@@ -71,10 +71,10 @@ func benchTools(c *counter) []worker.Tool {
 		}
 	}
 	return []worker.Tool{
-		{Name: toolNoop, Description: "does nothing (task policy)", Policy: taskstate.PolicyTask, Handler: noop},
-		{Name: toolNoopSync, Description: "does nothing (sync policy)", Policy: taskstate.PolicySync, Handler: noop},
-		{Name: toolSteps, Description: "10 ms steps that honour cancellation", Policy: taskstate.PolicyTask, Handler: steps(true)},
-		{Name: toolStepsBlind, Description: "10 ms steps that ignore their context", Policy: taskstate.PolicyTask, Handler: steps(false)},
+		{Name: toolNoop, Description: "does nothing (task policy)", Policy: worker.PolicyTask, Handler: noop},
+		{Name: toolNoopSync, Description: "does nothing (sync policy)", Policy: worker.PolicySync, Handler: noop},
+		{Name: toolSteps, Description: "10 ms steps that honour cancellation", Policy: worker.PolicyTask, Handler: steps(true)},
+		{Name: toolStepsBlind, Description: "10 ms steps that ignore their context", Policy: worker.PolicyTask, Handler: steps(false)},
 	}
 }
 

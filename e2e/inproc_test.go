@@ -248,9 +248,9 @@ func askOnce(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error)
 
 func testTools() []worker.Tool {
 	return []worker.Tool{
-		{Name: toolAskOnce, Policy: taskstate.PolicyTask, TTL: time.Minute, Handler: askOnce},
-		{Name: toolSlowPoll, Policy: taskstate.PolicyTask, PollInterval: 8 * time.Second, Handler: askOnce},
-		{Name: toolTwoRounds, Policy: taskstate.PolicyTask, Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+		{Name: toolAskOnce, Policy: worker.PolicyTask, TTL: time.Minute, Handler: askOnce},
+		{Name: toolSlowPoll, Policy: worker.PolicyTask, PollInterval: 8 * time.Second, Handler: askOnce},
+		{Name: toolTwoRounds, Policy: worker.PolicyTask, Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 			first, err := c.Input(ctx, map[string]proto.InputRequest{"first": elicitName("First?")})
 			if err != nil {
 				return nil, err
@@ -262,7 +262,7 @@ func testTools() []worker.Tool {
 			return worker.TextResult(fmt.Sprintf("first=%s second=%s", answeredName(first["first"]),
 				answeredName(second["second"]))), nil
 		}},
-		{Name: toolExtendTTL, Policy: taskstate.PolicyTask, TTL: time.Minute, Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+		{Name: toolExtendTTL, Policy: worker.PolicyTask, TTL: time.Minute, Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 			var a struct {
 				Hours int `json:"hours"`
 			}
@@ -536,7 +536,7 @@ func expiryWhileWorking(t *testing.T, mod func(*worker.Config), reaped bool) {
 	started := make(chan struct{}, 1)
 	stepEnded := make(chan error, 1)
 	returned := make(chan error, 1)
-	tool := worker.Tool{Name: "expiring_work", Policy: taskstate.PolicyTask, TTL: time.Minute,
+	tool := worker.Tool{Name: "expiring_work", Policy: worker.PolicyTask, TTL: time.Minute,
 		Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 			for {
 				err := c.Step(ctx, func(sctx context.Context) error {

@@ -64,7 +64,7 @@ func benchEachBackend(b *testing.B, asynqEnqueue bool, fn func(b *testing.B, s *
 		store := taskstate.New(be.Client, taskstate.Options{Prefix: be.Prefix})
 		ctx := context.Background()
 		def := taskstate.ToolDef{Tool: proto.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			Policy: taskstate.PolicyTask, Queue: "mcpq"}
+			Policy: proto.PolicyTask, Queue: "mcpq"}
 		if err := store.PublishTools(ctx, []taskstate.ToolDef{def}); err != nil {
 			b.Fatal(err)
 		}

@@ -65,7 +65,7 @@ var immediateTools = map[string]bool{toolGreet: true, toolGreetAuto: true, toolG
 	toolToolError: true, toolProtocolError: true}
 
 func fixtureTools(queue string) []taskstate.ToolDef {
-	def := func(name, policy string, f func(*taskstate.ToolDef)) taskstate.ToolDef {
+	def := func(name string, policy proto.Policy, f func(*taskstate.ToolDef)) taskstate.ToolDef {
 		d := taskstate.ToolDef{Tool: proto.Tool{Name: name, Description: "fixture " + name,
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
 			Policy: policy, Queue: queue}
@@ -75,17 +75,17 @@ func fixtureTools(queue string) []taskstate.ToolDef {
 		return d
 	}
 	return []taskstate.ToolDef{
-		def(toolGreet, taskstate.PolicySync, nil),
-		def(toolGreetAuto, taskstate.PolicyAuto, func(d *taskstate.ToolDef) { d.SyncBudgetMs = 60_000 }),
-		def(toolGreetUnicode, taskstate.PolicySync, nil),
-		def(toolToolError, taskstate.PolicySync, nil),
-		def(toolProtocolError, taskstate.PolicySync, nil),
+		def(toolGreet, proto.PolicySync, nil),
+		def(toolGreetAuto, proto.PolicyAuto, func(d *taskstate.ToolDef) { d.SyncBudgetMs = 60_000 }),
+		def(toolGreetUnicode, proto.PolicySync, nil),
+		def(toolToolError, proto.PolicySync, nil),
+		def(toolProtocolError, proto.PolicySync, nil),
 		def(toolSlow, "", func(d *taskstate.ToolDef) { d.SyncBudgetMs = 20 }),
-		def(toolTaskJob, taskstate.PolicyTask, nil),
-		def(toolTTLLong, taskstate.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = 48 * 3600 * 1000 }),
-		def(toolTTLShort, taskstate.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = 60_000 }),
-		def(toolTTLUnlimited, taskstate.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = taskstate.UnlimitedTTL }),
-		def(toolPoll, taskstate.PolicyTask, func(d *taskstate.ToolDef) { d.PollIntervalMs = 250 }),
+		def(toolTaskJob, proto.PolicyTask, nil),
+		def(toolTTLLong, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = 48 * 3600 * 1000 }),
+		def(toolTTLShort, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = 60_000 }),
+		def(toolTTLUnlimited, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = taskstate.UnlimitedTTL }),
+		def(toolPoll, proto.PolicyTask, func(d *taskstate.ToolDef) { d.PollIntervalMs = 250 }),
 	}
 }
 

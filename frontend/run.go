@@ -44,11 +44,11 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	declared := c.tasksDeclared()
 	policy := inv.def.Policy
 	if inv.def.Kind != taskstate.KindTool {
-		policy = taskstate.PolicySync
+		policy = proto.PolicySync
 	} else if policy == "" {
-		policy = taskstate.PolicyAuto
+		policy = proto.PolicyAuto
 	}
-	if policy == taskstate.PolicyTask && !declared {
+	if policy == proto.PolicyTask && !declared {
 		return nil, proto.MissingTasksExtension()
 	}
 	owner := taskstate.OwnerTag(c.principal)
@@ -75,7 +75,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		}
 	} else {
 		ref = taskstate.Ref{Owner: owner, ID: taskstate.NewID()}
-		handOut := policy == taskstate.PolicyTask && inv.def.SyncBudgetMs <= 0
+		handOut := policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0
 		if !handOut {
 			// Subscribe before the create, so no state change can be missed.
 			if sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref)); err != nil {
@@ -98,9 +98,9 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 
 	wait := s.cfg.SyncWaitLimit
 	switch {
-	case policy == taskstate.PolicyTask:
+	case policy == proto.PolicyTask:
 		wait = time.Duration(inv.def.SyncBudgetMs) * time.Millisecond
-	case policy == taskstate.PolicyAuto && declared:
+	case policy == proto.PolicyAuto && declared:
 		wait = s.cfg.SyncBudget
 		if inv.def.SyncBudgetMs > 0 {
 			wait = time.Duration(inv.def.SyncBudgetMs) * time.Millisecond
@@ -115,11 +115,11 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	switch {
 	case rec.Status == proto.StatusInputRequired:
 		return s.askInput(ctx, c, rec, bind())
-	case policy == taskstate.PolicyTask:
+	case policy == proto.PolicyTask:
 		return createTaskResult(rec), nil
 	case rec.Status.Terminal():
 		return finalResult(rec)
-	case policy == taskstate.PolicyAuto && declared:
+	case policy == proto.PolicyAuto && declared:
 		return createTaskResult(rec), nil
 	}
 	// Held open as long as allowed and still not done: give up the work too.

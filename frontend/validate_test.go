@@ -30,7 +30,7 @@ func TestInvalidArgumentsNoTask(t *testing.T) {
 		e := newEnv(t, b, nil)
 		ctx := context.Background()
 		if err := e.store.PublishTools(ctx, []taskstate.ToolDef{{Tool: proto.Tool{Name: toolStrict,
-			InputSchema: json.RawMessage(strictSchema)}, Policy: taskstate.PolicyTask, Queue: "mcpq"}}); err != nil {
+			InputSchema: json.RawMessage(strictSchema)}, Policy: proto.PolicyTask, Queue: "mcpq"}}); err != nil {
 			t.Fatal(err)
 		}
 		cases := []struct {

@@ -81,3 +81,20 @@ type CallToolResult struct {
 	// IsError marks a tool error (still a successful JSON-RPC result).
 	IsError bool `json:"isError,omitempty"`
 }
+
+// Policy is a tool's execution policy: who decides whether a call becomes a
+// task. It is mcpq's, not a field of the 2026-07-28 wire (no per-tool
+// declaration there); tool authors set it through worker.Tool.
+type Policy string
+
+// Execution policies.
+const (
+	// PolicyAuto (the default, also for "") waits up to the tool's sync
+	// budget for the result, then hands out a task.
+	PolicyAuto Policy = "auto"
+	// PolicySync never makes a task: the front end waits for the result.
+	PolicySync Policy = "sync"
+	// PolicyTask always makes a task; clients without the Tasks extension
+	// get -32021.
+	PolicyTask Policy = "task"
+)

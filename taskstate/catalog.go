@@ -10,16 +10,6 @@ import (
 	"github.com/mcpq/mcpq/proto"
 )
 
-// Execution policies: who decides whether a call becomes a task.
-const (
-	// PolicySync never makes a task: the front end waits for the result.
-	PolicySync = "sync"
-	// PolicyTask always makes a task; clients without the Tasks extension get -32021.
-	PolicyTask = "task"
-	// PolicyAuto waits up to the sync budget, then hands out a task.
-	PolicyAuto = "auto"
-)
-
 // UnlimitedTTL in ToolDef.TTLMs asks for tasks without expiry (ttlMs null),
 // where the front end allows it.
 const UnlimitedTTL = -1
@@ -49,8 +39,8 @@ type ToolDef struct {
 	Resource *proto.Resource `json:"resource,omitempty"`
 	// Template is the resources/templates/list entry (KindTemplate).
 	Template *proto.ResourceTemplate `json:"template,omitempty"`
-	// Policy is sync, task or auto (the default when empty).
-	Policy string `json:"policy,omitempty"`
+	// Policy is the execution policy (proto.PolicyAuto when empty).
+	Policy proto.Policy `json:"policy,omitempty"`
 	// SyncBudgetMs is how long an auto call waits before it becomes a task
 	// (0: the front end's default).
 	SyncBudgetMs int64 `json:"syncBudgetMs,omitempty"`

@@ -50,9 +50,9 @@ func TestCatalog(t *testing.T) {
 
 		first := e.clock.Now()
 		published := []taskstate.ToolDef{
-			{Tool: tool("zeta", "last"), Policy: taskstate.PolicyTask, TTLMs: 120_000, Queue: "gpu"},
-			{Tool: tool("alpha", "first"), Policy: taskstate.PolicySync, Queue: "default"},
-			{Tool: tool("mid", "v1"), Policy: taskstate.PolicyAuto, SyncBudgetMs: 500, PollIntervalMs: 1000,
+			{Tool: tool("zeta", "last"), Policy: proto.PolicyTask, TTLMs: 120_000, Queue: "gpu"},
+			{Tool: tool("alpha", "first"), Policy: proto.PolicySync, Queue: "default"},
+			{Tool: tool("mid", "v1"), Policy: proto.PolicyAuto, SyncBudgetMs: 500, PollIntervalMs: 1000,
 				TTLMs: taskstate.UnlimitedTTL, Queue: "default"},
 		}
 		t.Run("publish", func(t *testing.T) {

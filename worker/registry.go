@@ -72,7 +72,7 @@ func toolEntry(t Tool) (*entry, error) {
 }
 
 func internalEntry(def taskstate.ToolDef, run func(ctx context.Context, c *Call) (any, error)) *entry {
-	def.Policy, def.Queue = taskstate.PolicySync, DefaultQueue
+	def.Policy, def.Queue = PolicySync, DefaultQueue
 	return &entry{def: def, run: run, queue: DefaultQueue}
 }
 

@@ -28,8 +28,8 @@ type Tool struct {
 	// OutputSchema is the optional JSON Schema of the result's
 	// structuredContent (NewTool infers it from a struct result type).
 	OutputSchema json.RawMessage
-	// Policy is taskstate.PolicySync, PolicyTask or PolicyAuto (default).
-	Policy string
+	// Policy is PolicyAuto (the default), PolicySync or PolicyTask.
+	Policy Policy
 	// SyncBudget is how long an auto call waits for the result before it
 	// becomes a task (0: the front end's default).
 	SyncBudget time.Duration
@@ -45,6 +45,22 @@ type Tool struct {
 	// err is why NewTool could not build the tool; New and AddTool report it.
 	err error
 }
+
+// Policy is a tool's execution policy: who decides whether a call becomes
+// a task.
+type Policy = proto.Policy
+
+// Execution policies.
+const (
+	// PolicyAuto (the default) waits up to the tool's sync budget for the
+	// result, then hands out a task.
+	PolicyAuto = proto.PolicyAuto
+	// PolicySync never makes a task: the front end waits for the result.
+	PolicySync = proto.PolicySync
+	// PolicyTask always makes a task; clients without the Tasks extension
+	// get -32021.
+	PolicyTask = proto.PolicyTask
+)
 
 // DefaultQueue is the queue of tools that name none.
 const DefaultQueue = "mcpq"
@@ -87,7 +103,7 @@ func (t Tool) validate() error {
 		return fmt.Errorf("worker: tool %q has no handler", t.Name)
 	}
 	switch t.Policy {
-	case "", taskstate.PolicyAuto, taskstate.PolicySync, taskstate.PolicyTask:
+	case "", PolicyAuto, PolicySync, PolicyTask:
 	default:
 		return fmt.Errorf("worker: tool %q: unknown policy %q", t.Name, t.Policy)
 	}

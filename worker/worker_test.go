@@ -290,10 +290,10 @@ func TestCatalog(t *testing.T) {
 	schema := `{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`
 	tools := []worker.Tool{
 		{Name: "search", Title: "Search", Description: "Finds things.", InputSchema: json.RawMessage(schema),
-			Policy: taskstate.PolicySync, SyncBudget: 300 * time.Millisecond, TTL: 2 * time.Minute,
+			Policy: worker.PolicySync, SyncBudget: 300 * time.Millisecond, TTL: 2 * time.Minute,
 			PollInterval: 1500 * time.Millisecond, Handler: noop},
-		{Name: "train", Policy: taskstate.PolicyTask, Queue: "gpu", TTL: -1, Handler: noop},
-		{Name: "convert", Policy: taskstate.PolicyAuto, Handler: noop},
+		{Name: "train", Policy: worker.PolicyTask, Queue: "gpu", TTL: -1, Handler: noop},
+		{Name: "convert", Policy: worker.PolicyAuto, Handler: noop},
 		{Name: "plain", Handler: noop},
 	}
 	want := map[string]taskstate.ToolDef{
@@ -356,7 +356,8 @@ func TestCatalog(t *testing.T) {
 func published(d taskstate.ToolDef) any {
 	return struct {
 		Tool                                proto.Tool
-		Policy, Queue                       string
+		Policy                              proto.Policy
+		Queue                               string
 		SyncBudgetMs, TTLMs, PollIntervalMs int64
 	}{d.Tool, d.Policy, d.Queue, d.SyncBudgetMs, d.TTLMs, d.PollIntervalMs}
 }
@@ -391,8 +392,8 @@ func TestNewValidation(t *testing.T) {
 		{"invalid schema", cfg, []worker.Tool{{Name: "s", InputSchema: json.RawMessage(`{"type":`), Handler: noop}}, "not JSON"},
 		{"no name", cfg, []worker.Tool{{Handler: noop}}, "without a name"},
 		{"no handler", cfg, []worker.Tool{{Name: "h"}}, `"h" has no handler`},
-		{"valid policies", cfg, []worker.Tool{ok, {Name: "s", Policy: taskstate.PolicySync, Handler: noop},
-			{Name: "t", Policy: taskstate.PolicyTask, Handler: noop}, {Name: "a", Policy: taskstate.PolicyAuto, Handler: noop},
+		{"valid policies", cfg, []worker.Tool{ok, {Name: "s", Policy: worker.PolicySync, Handler: noop},
+			{Name: "t", Policy: worker.PolicyTask, Handler: noop}, {Name: "a", Policy: worker.PolicyAuto, Handler: noop},
 			{Name: "j", InputSchema: json.RawMessage(`{"type":"object"}`), Handler: noop}}, ""},
 	}
 	// A worker with nothing to serve is refused by New or, since tools can

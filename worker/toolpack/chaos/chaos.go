@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -46,14 +45,14 @@ func Tools() []worker.Tool {
 		Description: "Runs `steps` steps of `stepMs` each, checkpointing after every step; the result is a checksum of the steps and `seed`.",
 		InputSchema: []byte(`{"type":"object","properties":{"steps":{"type":"integer","minimum":0,"maximum":1000},` +
 			`"stepMs":{"type":"integer","minimum":0,"maximum":60000},"seed":{"type":"integer"}},"required":["steps"]}`),
-		Policy:       taskstate.PolicyTask,
+		Policy:       worker.PolicyTask,
 		PollInterval: 500 * time.Millisecond,
 		Handler:      steps,
 	}, {
 		Name:         "chaos_instant",
 		Description:  "Returns at once; the result names `seed`.",
 		InputSchema:  []byte(`{"type":"object","properties":{"seed":{"type":"integer"}}}`),
-		Policy:       taskstate.PolicyTask,
+		Policy:       worker.PolicyTask,
 		PollInterval: 200 * time.Millisecond,
 		Handler: func(_ context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 			var a struct{ Seed int64 }
@@ -66,7 +65,7 @@ func Tools() []worker.Tool {
 		Name:         "chaos_fail",
 		Description:  "Ends the task failed with a fixed error.",
 		InputSchema:  []byte(`{"type":"object","properties":{"seed":{"type":"integer"}}}`),
-		Policy:       taskstate.PolicyTask,
+		Policy:       worker.PolicyTask,
 		PollInterval: 200 * time.Millisecond,
 		Handler: func(_ context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 			var a struct{ Seed int64 }

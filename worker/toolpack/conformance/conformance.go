@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -26,14 +25,14 @@ func Tools() []worker.Tool {
 			Name:        "greet",
 			Description: "Greets someone by name. Always answers synchronously.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
-			Policy:      taskstate.PolicySync,
+			Policy:      worker.PolicySync,
 			Handler:     greet,
 		},
 		{
 			Name:         "slow_compute",
 			Description:  "Sleeps for `seconds` (0 finishes at once), reporting progress; cancellable.",
 			InputSchema:  json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number","minimum":0,"maximum":3600},"label":{"type":"string"}},"required":["seconds"]}`),
-			Policy:       taskstate.PolicyAuto,
+			Policy:       worker.PolicyAuto,
 			PollInterval: 500 * time.Millisecond,
 			Handler:      slowCompute,
 		},
@@ -41,7 +40,7 @@ func Tools() []worker.Tool {
 			Name:         "failing_job",
 			Description:  "Always a task; after about a second it reports a tool error (isError).",
 			InputSchema:  json.RawMessage(`{"type":"object"}`),
-			Policy:       taskstate.PolicyTask,
+			Policy:       worker.PolicyTask,
 			PollInterval: 500 * time.Millisecond,
 			Handler:      failingJob,
 		},
@@ -49,7 +48,7 @@ func Tools() []worker.Tool {
 			Name:         "protocol_error_job",
 			Description:  "Ends with a JSON-RPC (protocol) error after about a second, so its task ends failed.",
 			InputSchema:  json.RawMessage(`{"type":"object"}`),
-			Policy:       taskstate.PolicyAuto,
+			Policy:       worker.PolicyAuto,
 			PollInterval: 500 * time.Millisecond,
 			Handler:      protocolErrorJob,
 		},

@@ -60,13 +60,13 @@ func (e *env) terminal(t *testing.T, tk task) *taskstate.Record {
 func TestTools(t *testing.T) {
 	t.Parallel()
 	want := map[string]struct {
-		policy string
+		policy worker.Policy
 		pollMs int64
 	}{
-		"greet":              {taskstate.PolicySync, 0},
-		"slow_compute":       {taskstate.PolicyAuto, 500},
-		"failing_job":        {taskstate.PolicyTask, 500},
-		"protocol_error_job": {taskstate.PolicyAuto, 500},
+		"greet":              {worker.PolicySync, 0},
+		"slow_compute":       {worker.PolicyAuto, 500},
+		"failing_job":        {worker.PolicyTask, 500},
+		"protocol_error_job": {worker.PolicyAuto, 500},
 	}
 	e := start(t)
 	// A finished job shows the catalog was published.

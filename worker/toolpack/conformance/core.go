@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -60,7 +59,7 @@ func coreTools() []worker.Tool {
 		if schema == nil {
 			schema = noArgs
 		}
-		return worker.Tool{Name: name, Description: desc, InputSchema: schema, Policy: taskstate.PolicySync, Handler: h}
+		return worker.Tool{Name: name, Description: desc, InputSchema: schema, Policy: worker.PolicySync, Handler: h}
 	}
 	return []worker.Tool{
 		syncTool("test_simple_text", "Returns one text block.", nil, fixed(worker.TextResult("This is a simple text response for testing."))),
@@ -156,7 +155,7 @@ func triggerToolChange(ctx context.Context, c *worker.Call) (*proto.CallToolResu
 		Name:        probeTool,
 		Description: "Registered again by test_trigger_tool_change to announce a tools list change; does nothing.",
 		InputSchema: noArgs,
-		Policy:      taskstate.PolicySync,
+		Policy:      worker.PolicySync,
 		Handler:     fixed(worker.TextResult("The list-change probe did nothing.")),
 	})
 	if err != nil {

@@ -30,13 +30,13 @@ func TestFixturesCatalog(t *testing.T) {
 	}
 
 	tools := map[string]struct {
-		policy   string
+		policy   proto.Policy
 		budgetMs int64
 	}{
-		"greet": {taskstate.PolicySync, 0}, "slow_compute": {taskstate.PolicyAuto, 0},
-		"failing_job": {taskstate.PolicyTask, 0}, "protocol_error_job": {taskstate.PolicyAuto, 0},
-		"confirm_delete": {taskstate.PolicyTask, 0}, "multi_input": {taskstate.PolicyTask, 0},
-		"test_tool_with_task": {taskstate.PolicyTask, 500},
+		"greet": {proto.PolicySync, 0}, "slow_compute": {proto.PolicyAuto, 0},
+		"failing_job": {proto.PolicyTask, 0}, "protocol_error_job": {proto.PolicyAuto, 0},
+		"confirm_delete": {proto.PolicyTask, 0}, "multi_input": {proto.PolicyTask, 0},
+		"test_tool_with_task": {proto.PolicyTask, 500},
 	}
 	for _, n := range []string{"test_simple_text", "test_image_content", "test_audio_content",
 		"test_embedded_resource", "test_multiple_content_types", "test_error_handling",
@@ -48,9 +48,9 @@ func TestFixturesCatalog(t *testing.T) {
 		"test_input_required_result_multiple_inputs", "test_input_required_result_multi_round",
 		"test_input_required_result_tampered_state", "test_input_required_result_capabilities"} {
 		tools[n] = struct {
-			policy   string
+			policy   proto.Policy
 			budgetMs int64
-		}{taskstate.PolicySync, 0}
+		}{proto.PolicySync, 0}
 	}
 	nTools := 0
 	for _, d := range defs {

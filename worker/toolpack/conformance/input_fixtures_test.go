@@ -307,7 +307,7 @@ func TestFixturesListChanged(t *testing.T) {
 		for _, d := range defs {
 			if d.Key() == tc.key {
 				found = true
-				if d.Kind == taskstate.KindTool && (d.Tool.Description == "" || d.Policy != taskstate.PolicySync) {
+				if d.Kind == taskstate.KindTool && (d.Tool.Description == "" || d.Policy != proto.PolicySync) {
 					t.Errorf("probe tool %+v", d)
 				}
 			}

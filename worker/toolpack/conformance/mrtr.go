@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -22,7 +21,7 @@ import (
 func mrtrTools() []worker.Tool {
 	tool := func(suffix, desc string, h worker.Handler) worker.Tool {
 		return worker.Tool{Name: "test_input_required_result_" + suffix, Description: desc,
-			InputSchema: noArgs, Policy: taskstate.PolicySync, Handler: h}
+			InputSchema: noArgs, Policy: worker.PolicySync, Handler: h}
 	}
 	return []worker.Tool{
 		tool("elicitation", "MRTR: asks for the caller's name (elicitation, key user_name), then greets.", mrtrElicitation),

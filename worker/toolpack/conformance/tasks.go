@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -22,7 +21,7 @@ func InputTools() []worker.Tool {
 			Name:         "confirm_delete",
 			Description:  "Always a task: asks the user (one elicitation) to confirm deleting a file, then reports what it did.",
 			InputSchema:  json.RawMessage(`{"type":"object","properties":{"filename":{"type":"string","description":"The file to delete"}},"required":["filename"]}`),
-			Policy:       taskstate.PolicyTask,
+			Policy:       worker.PolicyTask,
 			PollInterval: 500 * time.Millisecond,
 			Handler:      confirmDelete,
 		},
@@ -30,7 +29,7 @@ func InputTools() []worker.Tool {
 			Name:         "multi_input",
 			Description:  "Always a task: asks for a name and a confirmation at once (two elicitations), then greets.",
 			InputSchema:  json.RawMessage(`{"type":"object"}`),
-			Policy:       taskstate.PolicyTask,
+			Policy:       worker.PolicyTask,
 			PollInterval: 500 * time.Millisecond,
 			Handler:      multiInput,
 		},
@@ -38,7 +37,7 @@ func InputTools() []worker.Tool {
 			Name:        "test_tool_with_task",
 			Description: "Always a task: first asks for the user's name in the request (MRTR), then works about 1.5 s as a task whose result greets them.",
 			InputSchema: json.RawMessage(`{"type":"object"}`),
-			Policy:      taskstate.PolicyTask,
+			Policy:      worker.PolicyTask,
 			// Input asked within the budget is gathered by MRTR before the
 			// task is handed out; the work after it outlasts the budget.
 			SyncBudget:   500 * time.Millisecond,
