@@ -7,6 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -164,8 +165,8 @@ func rawEnqueueOp(enq *asynq.Client) NewOp {
 	return func(int) (Op, func(), error) {
 		return func(ctx context.Context) error {
 			ref := taskstate.Ref{Owner: anonymousOwner, ID: taskstate.NewID()}
-			_, err := enq.EnqueueContext(ctx, asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref)),
-				asynq.TaskID(ref.ID), asynq.Queue(floorQueue), asynq.MaxRetry(3), asynq.Timeout(jobTimeout))
+			_, err := enq.EnqueueContext(ctx, asynq.NewTask(job.Type, job.Payload(ref)),
+				asynq.TaskID(ref.ID), asynq.Queue(floorQueue), asynq.MaxRetry(job.MaxRetry), asynq.Timeout(jobTimeout))
 			return err
 		}, nil, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
@@ -209,11 +210,9 @@ func (s *suite) createTasks(ctx context.Context, n, conc int, enqueue bool) ([]t
 	return refs, firstErr
 }
 
-// enqueueJob enqueues a task's job with the options the front end uses.
+// enqueueJob enqueues a task's job as the front end does.
 func (s *suite) enqueueJob(ctx context.Context, enq *asynq.Client, ref taskstate.Ref) error {
-	_, err := enq.EnqueueContext(ctx, asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref)),
-		asynq.TaskID(ref.ID), asynq.Queue(s.keys.Queue(worker.DefaultQueue)), asynq.MaxRetry(3), asynq.Timeout(jobTimeout))
-	return err
+	return job.Enqueue(ctx, enq, ref, 0, s.keys.Queue(worker.DefaultQueue), taskstate.DefaultMaxTTL)
 }
 
 func ids(refs []taskstate.Ref) []string {

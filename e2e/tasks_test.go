@@ -21,6 +21,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -328,7 +329,7 @@ func testTasksAcrossProcesses(t *testing.T, b *redistest.Backend) {
 				t.Fatalf("inspector: pending jobs of %s: %v", queue, err)
 			}
 			for _, info := range append(active, pending...) {
-				if ref, err := taskstate.DecodeJob(info.Payload); err == nil && ref.ID == id {
+				if ref, err := job.Decode(info.Payload); err == nil && ref.ID == id {
 					t.Fatalf("job %s (%s) is %s for the parked task", info.ID, ref.ID, info.State)
 				}
 			}

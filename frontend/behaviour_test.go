@@ -18,6 +18,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -57,8 +58,8 @@ func TestCreateThenGet(t *testing.T) {
 			"ttlMs":3600000,"pollIntervalMs":1000,"_meta":"<object>"}}`)
 
 		j := e.enq.nextJob(t)
-		if j.Type != taskstate.JobType || j.Ref != ref(id) {
-			t.Errorf("job %s %+v, want %s for task %s", j.Type, j.Ref, taskstate.JobType, id)
+		if j.Type != job.Type || j.Ref != ref(id) {
+			t.Errorf("job %s %+v, want %s for task %s", j.Type, j.Ref, job.Type, id)
 		}
 		if q := e.store.Keys().Queue("mcpq"); j.Opts[asynq.TaskIDOpt] != id || j.Opts[asynq.QueueOpt] != q {
 			t.Errorf("job options %v, want TaskID %s and Queue %s", j.Opts, id, q)
@@ -325,8 +326,8 @@ func TestAsynqWorker(t *testing.T) {
 			LogLevel: asynq.FatalLevel,
 		})
 		mux := asynq.NewServeMux()
-		mux.HandleFunc(taskstate.JobType, func(ctx context.Context, task *asynq.Task) error {
-			r, err := taskstate.DecodeJob(task.Payload())
+		mux.HandleFunc(job.Type, func(ctx context.Context, task *asynq.Task) error {
+			r, err := job.Decode(task.Payload())
 			if err != nil {
 				return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -114,8 +115,8 @@ func outcomeFor(tool string, args json.RawMessage) taskstate.Outcome {
 		StatusMessage: "Completed"}
 }
 
-// job is one enqueue the fake Enqueuer saw.
-type job struct {
+// enqueued is one enqueue the fake Enqueuer saw.
+type enqueued struct {
 	Type     string
 	Ref      taskstate.Ref
 	Opts     map[asynq.OptionType]any
@@ -128,7 +129,7 @@ type job struct {
 // picking it up at once would) and finishes immediate tools in a goroutine.
 type fakeEnqueuer struct {
 	store *taskstate.Store
-	jobs  chan job
+	jobs  chan enqueued
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	err   error // returned by EnqueueContext when set
@@ -136,7 +137,7 @@ type fakeEnqueuer struct {
 }
 
 func newFakeEnqueuer(store *taskstate.Store) *fakeEnqueuer {
-	return &fakeEnqueuer{store: store, jobs: make(chan job, 256)}
+	return &fakeEnqueuer{store: store, jobs: make(chan enqueued, 256)}
 }
 
 func (f *fakeEnqueuer) setErr(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock() }
@@ -145,17 +146,17 @@ func (f *fakeEnqueuer) setErr(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock
 func (f *fakeEnqueuer) setHold(hold bool) { f.mu.Lock(); f.hold = hold; f.mu.Unlock() }
 
 func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error) {
-	j := job{Type: task.Type(), Opts: map[asynq.OptionType]any{}}
+	j := enqueued{Type: task.Type(), Opts: map[asynq.OptionType]any{}}
 	for _, o := range opts {
 		j.Opts[o.Type()] = o.Value()
 	}
-	ref, err := taskstate.DecodeJob(task.Payload())
+	ref, err := job.Decode(task.Payload())
 	if err != nil {
 		return nil, fmt.Errorf("fake enqueuer: payload: %w", err)
 	}
 	j.Ref = ref
 	id, _ := j.Opts[asynq.TaskIDOpt].(string)
-	seq, ok := taskstate.JobSeq(ref, id)
+	seq, ok := job.Seq(ref, id)
 	if !ok {
 		return nil, fmt.Errorf("fake enqueuer: job id %q is not one of task %s", id, ref.ID)
 	}
@@ -185,7 +186,7 @@ func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opt
 	return &asynq.TaskInfo{ID: ref.ID}, nil
 }
 
-func (f *fakeEnqueuer) record(j job) {
+func (f *fakeEnqueuer) record(j enqueued) {
 	select {
 	case f.jobs <- j:
 	default: // nobody reads them in this test
@@ -193,14 +194,14 @@ func (f *fakeEnqueuer) record(j job) {
 }
 
 // nextJob waits for the next enqueue.
-func (f *fakeEnqueuer) nextJob(t testing.TB) job {
+func (f *fakeEnqueuer) nextJob(t testing.TB) enqueued {
 	t.Helper()
 	select {
 	case j := <-f.jobs:
 		return j
 	case <-time.After(waitBound):
 		t.Fatal("no job was enqueued")
-		return job{}
+		return enqueued{}
 	}
 }
 

@@ -93,6 +93,9 @@ func (p *cutProxy) setCut(cut bool) {
 // (the intermediate states collapse into it) and the sync call answers.
 func TestResyncAfterCut(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		if _, cluster := b.Client.(*redis.ClusterClient); cluster {
+			t.Skip("the cut proxy stands before one server; cluster clients follow redirects to every node")
+		}
 		opts, err := redis.ParseURL(b.URL)
 		if err != nil {
 			t.Fatal(err)

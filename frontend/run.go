@@ -7,15 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hibiken/asynq"
-
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
-
-// jobMaxRetry is how often asynq re-delivers a job whose worker failed
-// (Redis errors, a worker that died); the record fences stale attempts.
-const jobMaxRetry = 3
 
 // keepAliveEvery is how often a long wait writes an SSE comment.
 const keepAliveEvery = 15 * time.Second
@@ -324,7 +319,7 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 // there already. A first run that cannot be enqueued fails the task.
 func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskstate.ToolDef, resume int64) error {
 	err := s.submit(ctx, rec.Ref, def, resume)
-	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
+	if err == nil {
 		return nil
 	}
 	if resume == 0 {
@@ -334,16 +329,9 @@ func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskst
 }
 
 // submit hands the job of ref's run number resume to the enqueuer, on its
-// entry's queue. The asynq task id is the task id (plus the resume number
-// for a resumed task), so a repeated enqueue is a harmless conflict.
+// entry's queue (job.Enqueue: a repeated enqueue is a harmless conflict).
 func (s *Server) submit(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef, resume int64) error {
-	// asynq's timeout is only a backstop: the record's TTL (which a handler
-	// may extend up to MaxTTL) is what stops a job, through its heartbeats.
-	timeout := s.cfg.MaxTTL + time.Minute
-	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref))
-	_, err := s.cfg.Enqueuer.EnqueueContext(ctx, job, asynq.TaskID(taskstate.JobID(ref, resume)),
-		asynq.Queue(s.store.Keys().Queue(def.Queue)), asynq.MaxRetry(jobMaxRetry), asynq.Timeout(timeout))
-	return err
+	return job.Enqueue(ctx, s.cfg.Enqueuer, ref, resume, s.store.Keys().Queue(def.Queue), s.cfg.MaxTTL)
 }
 
 // unscheduled ends a new record nothing will run, rather than leave it working.

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
@@ -282,9 +281,8 @@ func (r *Run) enqueue(t testing.TB, seq int64) {
 	if queue == "" {
 		queue = worker.DefaultQueue
 	}
-	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(r.ref))
-	if _, err := r.env.client.Enqueue(job, asynq.TaskID(taskstate.JobID(r.ref, seq)),
-		asynq.Queue(r.env.store.Keys().Queue(queue)), asynq.MaxRetry(3)); err != nil {
+	err := job.Enqueue(context.Background(), r.env.client, r.ref, seq, r.env.store.Keys().Queue(queue), taskstate.DefaultMaxTTL)
+	if err != nil {
 		t.Fatalf("mcpqtest: enqueue: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -53,16 +54,16 @@ func newCaptureEnv(t *testing.T, b *redistest.Backend) *captureEnv {
 // capture records the enqueue of the job of ref into a Job.
 func (e *captureEnv) capture(t *testing.T, ref taskstate.Ref) *taskstate.Job {
 	t.Helper()
-	cctx, job := taskstate.CaptureJob(ctx(t))
-	_, err := e.enq.EnqueueContext(cctx, asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref)),
+	cctx, captured := taskstate.CaptureJob(ctx(t))
+	_, err := e.enq.EnqueueContext(cctx, asynq.NewTask(job.Type, job.Payload(ref)),
 		asynq.TaskID(ref.ID), asynq.Queue(e.queue))
 	if err != nil {
 		t.Fatalf("captured enqueue: %v", err)
 	}
-	if !job.Captured() {
+	if !captured.Captured() {
 		t.Fatal("asynq's enqueue was not captured: it went to Redis before the record")
 	}
-	return job
+	return captured
 }
 
 // newRef is a fresh task of the test principal.
@@ -156,7 +157,7 @@ func TestCreateWithJobConflict(t *testing.T) {
 		e := newCaptureEnv(t, b)
 		ref := newRef()
 		// A job with the task's id is queued already (enqueued directly).
-		if _, err := asynq.NewClientFromRedisClient(b.Client).Enqueue(asynq.NewTask(taskstate.JobType, nil),
+		if _, err := asynq.NewClientFromRedisClient(b.Client).Enqueue(asynq.NewTask(job.Type, nil),
 			asynq.TaskID(ref.ID), asynq.Queue(e.queue)); err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package taskstate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"sort"
@@ -137,45 +136,4 @@ func (s *Store) AnnounceListChanged(ctx context.Context, list string) error {
 // AnnounceResourceUpdated tells every front end that the resource changed.
 func (s *Store) AnnounceResourceUpdated(ctx context.Context, uri string) error {
 	return s.rdb.Publish(ctx, s.keys.ResourceUpdates(), uri).Err()
-}
-
-// JobType is the asynq task type of a task's job; the payload is the JSON Ref.
-const JobType = "mcpq:run"
-
-// EncodeJob is the asynq payload for the task's job.
-func EncodeJob(ref Ref) []byte {
-	if plain([]byte(ref.Owner)) && plain([]byte(ref.ID)) {
-		// What json.Marshal writes for names that need no escaping.
-		return []byte(`{"o":"` + ref.Owner + `","id":"` + ref.ID + `"}`)
-	}
-	b, _ := json.Marshal(ref)
-	return b
-}
-
-// DecodeJob reads a payload EncodeJob made.
-func DecodeJob(b []byte) (Ref, error) {
-	// EncodeJob writes {"o":"<owner tag>","id":"<id>"}, neither needing
-	// escapes: read that shape directly, anything else as JSON.
-	const pre, mid, post = `{"o":"`, `","id":"`, `"}`
-	if rest, ok := bytes.CutPrefix(b, []byte(pre)); ok {
-		if owner, id, ok := bytes.Cut(rest, []byte(mid)); ok {
-			if id, ok := bytes.CutSuffix(id, []byte(post)); ok && plain(owner) && plain(id) {
-				return Ref{Owner: string(owner), ID: string(id)}, nil
-			}
-		}
-	}
-	var r Ref
-	err := json.Unmarshal(b, &r)
-	return r, err
-}
-
-// plain reports whether b stands in a JSON string as is, exactly as
-// json.Marshal writes it (which also escapes <, > and &).
-func plain(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }

@@ -119,51 +119,6 @@ func TestCatalog(t *testing.T) {
 	})
 }
 
-func TestJobPayload(t *testing.T) {
-	t.Parallel()
-	if taskstate.JobType == "" {
-		t.Fatal("JobType is empty")
-	}
-	refs := []taskstate.Ref{
-		{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()},
-		{Owner: "p", ID: "abcdefghijklmnopqrst-_"},
-		{Owner: `we"ird\owner`, ID: "ünïcødé"},
-		{Owner: "p<&>", ID: "a"},
-		{},
-	}
-	for _, ref := range refs {
-		t.Run(ref.Owner+"/"+ref.ID, func(t *testing.T) {
-			b := taskstate.EncodeJob(ref)
-			if want, _ := json.Marshal(ref); string(b) != string(want) {
-				t.Fatalf("EncodeJob = %s, json.Marshal = %s", b, want)
-			}
-			got, err := taskstate.DecodeJob(b)
-			if err != nil || got != ref {
-				t.Fatalf("DecodeJob(%s) = %+v, %v; want %+v", b, got, err, ref)
-			}
-		})
-	}
-	// Other spellings of the same payload (read as JSON, not by the fast path).
-	for in, want := range map[string]taskstate.Ref{
-		`{"id":"x","o":"p1"}`:         {Owner: "p1", ID: "x"},
-		`{"o":"p1","id":"x","n":"y"}`: {Owner: "p1", ID: "x"},
-		` {"o":"p1","id":"x"}`:        {Owner: "p1", ID: "x"},
-		`{"o":"p\u0031","id":"x"}`:    {Owner: "p1", ID: "x"},
-		`{"o":"p1","id":"x"}`:         {Owner: "p1", ID: "x"},
-	} {
-		if got, err := taskstate.DecodeJob([]byte(in)); err != nil || got != want {
-			t.Errorf("DecodeJob(%s) = %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for _, junk := range []string{"", "not json", "[1,2]", `{"o":1}`, `{"o":"p1","id":"x"}x`} {
-		t.Run("junk "+junk, func(t *testing.T) {
-			if _, err := taskstate.DecodeJob([]byte(junk)); err == nil {
-				t.Fatalf("DecodeJob(%q) accepted junk", junk)
-			}
-		})
-	}
-}
-
 func TestStoreDefaults(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {

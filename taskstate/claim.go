@@ -13,7 +13,7 @@ type Claim struct {
 	Record *Record
 }
 
-// Claim starts a delivery of the task's job number seq (JobSeq of the
+// Claim starts a delivery of the task's job number seq (job.Seq of the
 // job's id). It returns ErrTerminal when the task already ended (the job is
 // a no-op), ErrStale when seq is not the task's current job (a late
 // delivery of a job the task was taken back from), ErrCancelled when a

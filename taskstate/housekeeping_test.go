@@ -40,7 +40,7 @@ func TestStrandedTasksPastManyHeld(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 1 || got[0].Ref != lost.Ref || got[0].Tool != "echo" || got[0].JobID != lost.Ref.ID {
+		if len(got) != 1 || got[0].Ref != lost.Ref || got[0].Tool != "echo" || got[0].Seq != 0 {
 			t.Fatalf("StrandedTasks = %+v, want only %s (not the held ones, not the fresh %s)", got, lost.Ref.ID, fresh.Ref.ID)
 		}
 	})

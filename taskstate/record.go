@@ -59,7 +59,7 @@ type Record struct {
 	Checkpoint json.RawMessage
 	// Resumes is the task's job sequence number: it counts the jobs issued
 	// after the first, on a resume after input or a takeover from a lost
-	// worker (JobID).
+	// worker (the job id carries it: internal/job).
 	Resumes int64
 	// Lost counts the deliveries taken back from lost workers.
 	Lost int64

@@ -3,7 +3,6 @@ package taskstate
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,10 +18,8 @@ type Stranded struct {
 	// Ref names the task and Tool is its catalog key.
 	Ref  Ref
 	Tool string
-	// Seq is its current job's sequence number; JobID is that job's asynq
-	// task id (the job it has, or should have).
-	Seq   int64
-	JobID string
+	// Seq is its current job's sequence number (the job it has, or should have).
+	Seq int64
 	// Deadline is when the task expires (zero: never).
 	Deadline time.Time
 }
@@ -61,7 +58,7 @@ func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]S
 				if !ok || r.Expired(now) || r.Status != proto.StatusWorking || r.Running != 0 || r.LastUpdatedAt.After(cutoff) {
 					continue
 				}
-				out = append(out, Stranded{Ref: r.Ref, Tool: r.Tool, Seq: r.Resumes, JobID: JobID(r.Ref, r.Resumes), Deadline: r.Deadline()})
+				out = append(out, Stranded{Ref: r.Ref, Tool: r.Tool, Seq: r.Resumes, Deadline: r.Deadline()})
 			}
 			if len(ids) < reapBatch {
 				break
@@ -69,30 +66,4 @@ func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]S
 		}
 	}
 	return out, iter.Err()
-}
-
-// JobID is the asynq task id of a task's job number seq: the task id for
-// its first run, plus "#" and the sequence number for each later job (a
-// resume after input, or a takeover from a lost worker: Record.Resumes).
-// Enqueueing the same job twice is then a harmless conflict, and a late
-// delivery of an earlier job claims nothing.
-func JobID(ref Ref, resume int64) string {
-	if resume == 0 {
-		return ref.ID
-	}
-	return ref.ID + "#" + strconv.FormatInt(resume, 10)
-}
-
-// JobSeq reads the job sequence number from the asynq task id of one of
-// ref's jobs (JobID); ok is false for an id JobID does not make.
-func JobSeq(ref Ref, jobID string) (seq int64, ok bool) {
-	if jobID == ref.ID {
-		return 0, true
-	}
-	rest, found := strings.CutPrefix(jobID, ref.ID+"#")
-	if !found {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(rest, 10, 64)
-	return n, err == nil && n >= 0
 }

@@ -13,7 +13,7 @@ type TakenBack struct {
 	// Ref names the task and Tool is its catalog key.
 	Ref  Ref
 	Tool string
-	// Seq is the job to enqueue now (JobID(Ref, Seq)).
+	// Seq is the number of the job to enqueue now.
 	Seq int64
 	// Lost counts the task's lost deliveries so far, this one included.
 	Lost int64

@@ -185,19 +185,3 @@ func TestCancelIsKept(t *testing.T) {
 		})
 	})
 }
-
-// TestJobSeq: job ids and their sequence numbers round-trip; ids of other
-// tasks or of no job are refused.
-func TestJobSeq(t *testing.T) {
-	ref := taskstate.Ref{Owner: "p1", ID: "abc"}
-	for seq := range int64(3) {
-		if got, ok := taskstate.JobSeq(ref, taskstate.JobID(ref, seq)); !ok || got != seq {
-			t.Errorf("JobSeq(JobID(%d)) = %d, %v", seq, got, ok)
-		}
-	}
-	for _, id := range []string{"", "abcd", "abc#", "abc#x", "abc#-1", "xyz#1", "abc-1"} {
-		if _, ok := taskstate.JobSeq(ref, id); ok {
-			t.Errorf("JobSeq(%q) accepted", id)
-		}
-	}
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -162,7 +163,7 @@ func (h *harness) enqueue(t testing.TB, tk task, tool, id string) {
 	if id == "" {
 		id = tk.ref.ID
 	}
-	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(tk.ref))
+	job := asynq.NewTask(job.Type, job.Payload(tk.ref))
 	if _, err := h.client.Enqueue(job, asynq.TaskID(id), asynq.Queue(h.store.Keys().Queue(q))); err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}

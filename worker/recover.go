@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/mcpq/mcpq/internal/job"
 )
 
 // recoverStranded re-enqueues tasks whose job is gone: a front end that
@@ -25,12 +27,13 @@ func (w *Worker) recoverStranded(ctx context.Context, client *asynq.Client, insp
 			continue
 		}
 		queue := w.store.Keys().Queue(e.queue)
-		info, err := insp.GetTaskInfo(queue, st.JobID)
+		jobID := job.ID(st.Ref, st.Seq)
+		info, err := insp.GetTaskInfo(queue, jobID)
 		switch {
 		case err == nil && info.State != asynq.TaskStateArchived:
 			continue // queued, scheduled or retrying: it will run
 		case err == nil:
-			if err := insp.DeleteTask(queue, st.JobID); err != nil {
+			if err := insp.DeleteTask(queue, jobID); err != nil {
 				return n, err
 			}
 		case !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
@@ -39,7 +42,7 @@ func (w *Worker) recoverStranded(ctx context.Context, client *asynq.Client, insp
 		if err := w.enqueueJob(ctx, client, st.Ref, e.queue, st.Seq); err != nil {
 			return n, err
 		}
-		w.log.Warn("re-enqueued a stranded task", "task", st.Ref.ID, "job", st.JobID, "tool", st.Tool)
+		w.log.Warn("re-enqueued a stranded task", "task", st.Ref.ID, "job", jobID, "tool", st.Tool)
 		n++
 	}
 	return n, nil

@@ -2,11 +2,11 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -78,29 +78,13 @@ func (w *Worker) rerun(ctx context.Context, client *asynq.Client, taken []taskst
 			return err
 		}
 		w.log.Warn("took a task back from a lost worker", "task", tb.Ref.ID, "tool", tb.Tool,
-			"lastHeartbeat", tb.Heartbeat, "lostDeliveries", tb.Lost, "job", taskstate.JobID(tb.Ref, tb.Seq))
+			"lastHeartbeat", tb.Heartbeat, "lostDeliveries", tb.Lost, "job", job.ID(tb.Ref, tb.Seq))
 	}
 	return nil
 }
 
 // enqueueJob enqueues the task's job number seq on queue (an mcpq queue
-// name), as the front end does; a job already there is a harmless conflict.
+// name), as the front end does.
 func (w *Worker) enqueueJob(ctx context.Context, client *asynq.Client, ref taskstate.Ref, queue string, seq int64) error {
-	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref))
-	_, err := client.EnqueueContext(ctx, job, asynq.TaskID(taskstate.JobID(ref, seq)),
-		asynq.Queue(w.store.Keys().Queue(queue)), asynq.MaxRetry(jobMaxRetry), asynq.Timeout(w.cfg.MaxTTL+time.Minute))
-	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil
-	}
-	return err
-}
-
-// jobMaxRetry is how often asynq re-delivers a job whose delivery returned
-// an error (Redis unreachable mid-run); retryDelay keeps those re-deliveries
-// seconds apart, not asynq's default minutes.
-const jobMaxRetry = 3
-
-// retryDelay is the asynq RetryDelayFunc: 1 s, 2 s, 4 s, at most 10 s.
-func retryDelay(n int, _ error, _ *asynq.Task) time.Duration {
-	return min(time.Second<<min(n, 4), 10*time.Second)
+	return job.Enqueue(ctx, client, ref, seq, w.store.Keys().Queue(queue), w.cfg.MaxTTL)
 }

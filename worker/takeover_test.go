@@ -101,3 +101,48 @@ func TestCancelWithoutLiveWorker(t *testing.T) {
 		}
 	})
 }
+
+// TestStopSignalIsAHint: a task id on the stops channel makes a running
+// delivery look at its record at once, and only the record decides. A
+// takeover's signal can reach a worker after the task's next delivery
+// started there; that delivery (still the task's own, never cancelled)
+// must go on and complete.
+func TestStopSignalIsAHint(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		h := newHarness(t, b)
+		started, release := make(chan struct{}), make(chan struct{})
+		cfg := h.config()
+		cfg.HeartbeatInterval = time.Hour
+		h.start(t, cfg, h.tool("wait", func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+			close(started)
+			select {
+			case <-release:
+				return worker.TextResult("done"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}))
+		tk := h.submit(t, "wait", `{}`)
+		recv(t, started, "delivery")
+		// The signal goes out and is acted on: the delivery heartbeats (the
+		// test clears the heartbeat first, so a new one shows).
+		key := h.store.Keys().Task(tk.ref)
+		if err := b.Client.HDel(context.Background(), key, "heartbeat").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Publish(context.Background(), h.store.Keys().Stops(), tk.ref.ID); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(bound)
+		for h.get(t, tk.ref).Heartbeat.IsZero() {
+			if time.Now().After(deadline) {
+				t.Fatal("the stop signal did not make the delivery look at its record")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(release)
+		if rec := h.terminal(t, tk); rec.Status != proto.StatusCompleted {
+			t.Fatalf("ended %s after a stop signal with no cancel, want completed", rec.Status)
+		}
+	})
+}

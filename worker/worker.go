@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -71,7 +72,7 @@ type Worker struct {
 	mu      sync.Mutex
 	entries map[string]*entry // by ToolDef.Key
 	running bool
-	// jobs holds the stop function of each running delivery, by task id
+	// jobs holds the check-now function (watch) of each running delivery, by task id
 	// and attempt (a stale delivery of a task may still run beside a newer
 	// one), for the worker-wide stops subscription.
 	jobsMu sync.Mutex
@@ -178,12 +179,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		Queues:            queues,
 		TaskCheckInterval: w.cfg.TaskCheckInterval,
 		ShutdownTimeout:   w.cfg.ShutdownTimeout,
-		RetryDelayFunc:    retryDelay,
+		RetryDelayFunc:    job.RetryDelay,
 		Logger:            asynqLogger{w.log},
 		LogLevel:          asynq.WarnLevel,
 	})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(taskstate.JobType, func(jctx context.Context, t *asynq.Task) error {
+	mux.HandleFunc(job.Type, func(jctx context.Context, t *asynq.Task) error {
 		id, _ := asynq.GetTaskID(jctx)
 		return w.process(jctx, id, t.Payload())
 	})
@@ -244,12 +245,12 @@ func (w *Worker) publish(ctx context.Context) error {
 // an error only when the job should be delivered again (Redis unreachable,
 // worker shutting down).
 func (w *Worker) process(ctx context.Context, jobID string, payload []byte) error {
-	ref, err := taskstate.DecodeJob(payload)
+	ref, err := job.Decode(payload)
 	if err != nil {
 		w.log.Error("undecodable job payload dropped", "err", err)
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	seq, ok := taskstate.JobSeq(ref, jobID)
+	seq, ok := job.Seq(ref, jobID)
 	if !ok {
 		w.log.Error("job id names no job of its task: dropped", "task", ref.ID, "job", jobID)
 		return fmt.Errorf("%w: job id %q", asynq.SkipRetry, jobID)
@@ -271,11 +272,12 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	runCtx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	requestCancel := func() { cancelOnce.Do(func() { close(cancel); stopRun(ErrCancelled) }) }
-	// A stop announced before this line is caught by the first heartbeat
-	// (Step checks the record's cancel flag and TTL).
-	w.track(ref.ID, claim.Attempt, requestCancel)
+	// A stop announced before track is caught by the first heartbeat (and
+	// Step checks the record's cancel flag and TTL).
+	stopWatch, checkNow := w.watch(runCtx, ref, claim.Attempt, requestCancel, stopRun)
+	defer stopWatch()
+	w.track(ref.ID, claim.Attempt, checkNow)
 	defer w.untrack(ref.ID, claim.Attempt)
-	defer w.watch(runCtx, ref, claim.Attempt, requestCancel, stopRun)()
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
@@ -381,7 +383,10 @@ func (w *Worker) untrack(id string, attempt int64) {
 }
 
 // routeStops turns the worker-wide stops channel (a task id per cancel
-// request or expiry) into the running job's requestCancel at once.
+// request, expiry or takeover) into an immediate heartbeat of each running
+// delivery of the task: the record, not the signal, says what to do (a
+// takeover's signal can arrive after the task's next delivery started
+// here, which must go on).
 func (w *Worker) routeStops(ctx context.Context, stops *taskstate.Subscription) {
 	for {
 		select {
@@ -398,11 +403,12 @@ func (w *Worker) routeStops(ctx context.Context, stops *taskstate.Subscription) 
 }
 
 // watch heartbeats every HeartbeatInterval while the job runs, which
-// catches a cancel whose signal was missed and stops the job (errStop) when
-// the task is no longer its own. A timer, not a goroutine: most jobs end
-// before their first heartbeat. It returns the func that stops it.
+// catches a cancel (requestCancel) and stops the job (errStop) when the
+// task is no longer its own. A timer, not a goroutine: most jobs end
+// before their first heartbeat. It returns the func that stops it and one
+// that heartbeats at once (on a stop signal).
 func (w *Worker) watch(ctx context.Context, ref taskstate.Ref, attempt int64,
-	requestCancel func(), stop context.CancelCauseFunc) func() bool {
+	requestCancel func(), stop context.CancelCauseFunc) (stopWatch func() bool, checkNow func()) {
 	var t *time.Timer
 	beat := func() {
 		if ctx.Err() != nil {
@@ -422,7 +428,7 @@ func (w *Worker) watch(ctx context.Context, ref taskstate.Ref, attempt int64,
 	}
 	t = time.AfterFunc(math.MaxInt64, beat) // armed below, once t is set
 	t.Reset(w.cfg.HeartbeatInterval)
-	return t.Stop
+	return t.Stop, func() { t.Reset(0) }
 }
 
 // run calls h, turning a panic into a protocol error and a typed nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
@@ -93,8 +94,8 @@ func (e *Env) Enqueue(t testing.TB, ref taskstate.Ref, queue string, resume int6
 	if queue == "" {
 		queue = worker.DefaultQueue
 	}
-	id := taskstate.JobID(ref, resume)
-	job := asynq.NewTask(taskstate.JobType, taskstate.EncodeJob(ref))
+	id := job.ID(ref, resume)
+	job := asynq.NewTask(job.Type, job.Payload(ref))
 	if _, err := e.Client.Enqueue(job, asynq.TaskID(id), asynq.Queue(e.Store.Keys().Queue(queue))); err != nil {
 		t.Fatalf("Enqueue %s: %v", id, err)
 	}
