@@ -29,6 +29,18 @@ func main() {
 		// backend is closing at the same moment cut a response short once
 		// (the client saw "terminated"), and this proxy is for tests, not speed.
 		p.Transport = &http.Transport{DisableKeepAlives: true}
+		backend := b
+		p.ModifyResponse = func(res *http.Response) error { // for the logs of a failed run
+			if res.StatusCode >= 500 {
+				log.Printf("%s %s %s: HTTP %d (Retry-After %q)", backend, res.Request.Method,
+					res.Request.Header.Get("Mcp-Method"), res.StatusCode, res.Header.Get("Retry-After"))
+			}
+			return nil
+		}
+		p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+			log.Printf("%s %s %s: proxy error: %v", backend, r.Method, r.Header.Get("Mcp-Method"), err)
+			w.WriteHeader(http.StatusBadGateway)
+		}
 		backends = append(backends, p)
 	}
 	if len(backends) == 0 {
