@@ -245,32 +245,21 @@ func (s *Server) relay(c *call, raw string) {
 // InputRequiredResult, or -32021 when the request did not declare a
 // capability an input kind needs (the server never asks for those).
 func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, bind string) (any, error) {
-	var missing proto.ClientCapabilities
-	lacking := false
+	methods := make([]string, 0, len(rec.InputRequests))
 	for _, raw := range rec.InputRequests {
 		var r struct {
 			Method string `json:"method"`
 		}
 		_ = json.Unmarshal(raw, &r)
-		caps := c.meta.ClientCapabilities
-		switch r.Method {
-		case proto.MethodElicit:
-			if caps.Elicitation == nil {
-				missing.Elicitation, lacking = json.RawMessage(`{}`), true
-			}
-		case proto.MethodCreateMessage:
-			if caps.Sampling == nil {
-				missing.Sampling, lacking = json.RawMessage(`{}`), true
-			}
-		case proto.MethodListRoots:
-			if caps.Roots == nil {
-				missing.Roots, lacking = json.RawMessage(`{}`), true
-			}
-		}
+		methods = append(methods, r.Method)
 	}
-	if lacking {
+	var caps proto.ClientCapabilities
+	if c.meta.ClientCapabilities != nil {
+		caps = *c.meta.ClientCapabilities
+	}
+	if err := proto.MissingInputCapabilities(caps, methods); err != nil {
 		_ = s.store.RequestCancel(context.WithoutCancel(ctx), rec.Ref)
-		return nil, proto.MissingCapability("The request needs input the client did not declare it can give", missing)
+		return nil, err
 	}
 	exp := s.cfg.Clock().Add(s.cfg.MaxTTL)
 	if d := rec.Deadline(); !d.IsZero() && d.Before(exp) {

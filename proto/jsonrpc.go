@@ -3,6 +3,7 @@ package proto
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // JSONRPCVersion is the only "jsonrpc" value accepted.
@@ -104,4 +105,35 @@ func MissingCapability(message string, required ClientCapabilities) *Error {
 func MissingTasksExtension() *Error {
 	return MissingCapability("Missing required client capability",
 		ClientCapabilities{Extensions: map[string]json.RawMessage{TasksExtension: json.RawMessage(`{}`)}})
+}
+
+// MissingInputCapabilities is the -32021 error for input requests (by
+// method: elicitation/create, sampling/createMessage, roots/list) that caps
+// did not declare it can answer, naming each missing capability once; nil
+// when caps cover them all. A server never asks for input a client cannot
+// give.
+func MissingInputCapabilities(caps ClientCapabilities, methods []string) *Error {
+	var missing ClientCapabilities
+	var names []string
+	empty := json.RawMessage(`{}`)
+	for _, m := range methods {
+		switch m {
+		case MethodElicit:
+			if caps.Elicitation == nil && missing.Elicitation == nil {
+				missing.Elicitation, names = empty, append(names, "elicitation")
+			}
+		case MethodCreateMessage:
+			if caps.Sampling == nil && missing.Sampling == nil {
+				missing.Sampling, names = empty, append(names, "sampling")
+			}
+		case MethodListRoots:
+			if caps.Roots == nil && missing.Roots == nil {
+				missing.Roots, names = empty, append(names, "roots")
+			}
+		}
+	}
+	if names == nil {
+		return nil
+	}
+	return MissingCapability("This call needs the "+strings.Join(names, " and ")+" client capability", missing)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	"github.com/mcpq/mcpq/proto"
@@ -138,33 +137,4 @@ func buildForm(t reflect.Type) (json.RawMessage, error) {
 	// The form schema is a restricted subset: no additionalProperties.
 	s.AdditionalProperties = nil
 	return json.Marshal(s)
-}
-
-// missingCapabilities is the -32021 error naming the capabilities caps lack
-// for reqs, or nil.
-func missingCapabilities(caps *proto.ClientCapabilities, reqs map[string]proto.InputRequest) error {
-	var missing proto.ClientCapabilities
-	var names []string
-	empty := json.RawMessage(`{}`)
-	for _, r := range reqs {
-		switch r.Method {
-		case proto.MethodElicit:
-			if caps.Elicitation == nil && missing.Elicitation == nil {
-				missing.Elicitation, names = empty, append(names, "elicitation")
-			}
-		case proto.MethodCreateMessage:
-			if caps.Sampling == nil && missing.Sampling == nil {
-				missing.Sampling, names = empty, append(names, "sampling")
-			}
-		case proto.MethodListRoots:
-			if caps.Roots == nil && missing.Roots == nil {
-				missing.Roots, names = empty, append(names, "roots")
-			}
-		}
-	}
-	if names == nil {
-		return nil
-	}
-	return proto.MissingCapability(fmt.Sprintf("This call needs the %s client capability",
-		strings.Join(names, " and ")), missing)
 }

@@ -52,8 +52,11 @@ func (c *Call) Input(ctx context.Context, reqs map[string]proto.InputRequest) (m
 	if len(ask) == 0 {
 		return answers, nil
 	}
-	caps := c.Capabilities()
-	if err := missingCapabilities(&caps, reqs); err != nil {
+	methods := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		methods = append(methods, r.Method)
+	}
+	if err := proto.MissingInputCapabilities(c.Capabilities(), methods); err != nil {
 		return nil, err
 	}
 	if c.cancelRequested() {

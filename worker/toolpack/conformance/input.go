@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/mcpq/mcpq/proto"
@@ -63,42 +62,11 @@ func listRoots() proto.InputRequest {
 	return proto.InputRequest{Method: proto.MethodListRoots, Params: map[string]any{}}
 }
 
-// ask checks that the creating request declared every capability reqs
-// need (-32021 naming the missing ones otherwise: a server never asks for
-// input a client cannot give), then asks. Its error, including the one
-// that parks the task, is returned by the handler as is.
+// ask asks for reqs (Call.Input answers -32021 naming the capabilities the
+// creating request did not declare). Its error, including the one that
+// parks the task, is returned by the handler as is.
 func ask(ctx context.Context, c *worker.Call, reqs map[string]proto.InputRequest) (map[string]json.RawMessage, error) {
-	if err := covered(c.Capabilities(), reqs); err != nil {
-		return nil, err
-	}
 	return c.Input(ctx, reqs)
-}
-
-// covered is nil when caps cover every request's kind.
-func covered(caps proto.ClientCapabilities, reqs map[string]proto.InputRequest) error {
-	var missing proto.ClientCapabilities
-	var names []string
-	empty := json.RawMessage(`{}`)
-	for _, r := range reqs {
-		switch r.Method {
-		case proto.MethodElicit:
-			if caps.Elicitation == nil && missing.Elicitation == nil {
-				missing.Elicitation, names = empty, append(names, "elicitation")
-			}
-		case proto.MethodCreateMessage:
-			if caps.Sampling == nil && missing.Sampling == nil {
-				missing.Sampling, names = empty, append(names, "sampling")
-			}
-		case proto.MethodListRoots:
-			if caps.Roots == nil && missing.Roots == nil {
-				missing.Roots, names = empty, append(names, "roots")
-			}
-		}
-	}
-	if names == nil {
-		return nil
-	}
-	return proto.MissingCapability(fmt.Sprintf("This call needs the %s client capability", strings.Join(names, " and ")), missing)
 }
 
 // badAnswer is the -32602 error for an answer that does not decode.
