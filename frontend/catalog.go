@@ -18,9 +18,11 @@ import (
 //
 // Lists show only the entries a live worker serves (ToolDef.Served),
 // judged against the clock at each request from the cached ServedUntil
-// times: an entry whose last worker died leaves the lists when its time
-// runs out, however fresh the cache. Lookups return every entry, so a call
-// to an entry no worker serves gets a clear answer (run.go).
+// times: when one runs out, the catalog is read again (at most every
+// minReload) before the entry is hidden, so an entry whose last worker died
+// leaves the lists as soon as its time runs out, however long the cache
+// lives, and costs no Redis call before. Lookups return every entry, so a
+// call to an entry no worker serves gets a clear answer (run.go).
 type catalog struct {
 	store     *taskstate.Store
 	log       *slog.Logger
@@ -54,6 +56,13 @@ func (c *catalog) list(ctx context.Context) ([]taskstate.ToolDef, error) {
 		return nil, err
 	}
 	now := c.store.Now()
+	if c.served != nil && !now.Before(c.servedChange) {
+		// An entry's time ran out by the cached heartbeat: read what the
+		// workers wrote since before hiding it.
+		if err := c.reloadLocked(ctx, c.minReload); err != nil {
+			return nil, err
+		}
+	}
 	if c.served == nil || !now.Before(c.servedChange) || now.Before(c.servedAt) {
 		c.served, c.servedAt, c.servedChange = make([]taskstate.ToolDef, 0, len(c.defs)), now, time.Time{}
 		for _, d := range c.defs {
