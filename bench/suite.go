@@ -160,9 +160,19 @@ func (s *suite) flush(ctx context.Context) error {
 	return s.rdb.FlushAll(ctx).Err()
 }
 
-// publishCatalog writes the bench tools into the catalog, as a worker would.
+// publishCatalog writes the bench tools into the catalog and marks them
+// served for a day (as a live worker's heartbeat would), as a worker would.
 func (s *suite) publishCatalog(ctx context.Context) error {
-	return s.store.PublishTools(ctx, benchToolDefs())
+	defs := benchToolDefs()
+	if err := s.store.PublishTools(ctx, defs); err != nil {
+		return err
+	}
+	keys := make([]string, len(defs))
+	for i := range defs {
+		keys[i] = defs[i].Key()
+	}
+	_, err := s.store.ServeEntries(ctx, keys, s.store.Now().Add(24*time.Hour))
+	return err
 }
 
 // createParams are the parameters the front end creates a noop task with.

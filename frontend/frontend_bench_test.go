@@ -65,7 +65,7 @@ func benchEachBackend(b *testing.B, asynqEnqueue bool, fn func(b *testing.B, s *
 		ctx := context.Background()
 		def := taskstate.ToolDef{Tool: proto.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Policy: proto.PolicyTask, Queue: "mcpq"}
-		if err := store.PublishTools(ctx, []taskstate.ToolDef{def}); err != nil {
+		if err := publishServed(store, def); err != nil {
 			b.Fatal(err)
 		}
 		ttl := time.Hour.Milliseconds()

@@ -237,9 +237,7 @@ func newEnv(t testing.TB, b *redistest.Backend, mod func(*frontend.Config)) *env
 	e := &env{t: t, b: b, clock: newFakeClock(), prefix: b.Prefix}
 	e.store = taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix, Clock: e.clock.Now})
 	e.enq = newFakeEnqueuer(e.store)
-	if err := e.store.PublishTools(context.Background(), fixtureTools("mcpq")); err != nil {
-		t.Fatal(err)
-	}
+	e.publish(fixtureTools("mcpq")...)
 	e.cfg = frontend.Config{
 		Redis:         b.Client,
 		Prefix:        b.Prefix,
@@ -483,4 +481,28 @@ func mustMatch(t testing.TB, rep reply, status int, want string) {
 	if err := match("", w, any(rep.JSON)); err != nil {
 		t.Fatalf("%v\nbody: %s", err, rep.Body)
 	}
+}
+
+// publish writes defs into the catalog and marks them served by a live
+// worker for a century of the fake clock, as a running worker would.
+func (e *env) publish(defs ...taskstate.ToolDef) {
+	e.t.Helper()
+	if err := publishServed(e.store, defs...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// publishServed writes defs into the catalog and marks them served for a
+// century of the store's clock.
+func publishServed(store *taskstate.Store, defs ...taskstate.ToolDef) error {
+	ctx := context.Background()
+	if err := store.PublishTools(ctx, defs); err != nil {
+		return err
+	}
+	keys := make([]string, len(defs))
+	for i := range defs {
+		keys[i] = defs[i].Key()
+	}
+	_, err := store.ServeEntries(ctx, keys, store.Now().Add(100*365*24*time.Hour))
+	return err
 }

@@ -106,12 +106,10 @@ func TestStoredResultShapes(t *testing.T) {
 // and tasks/update that resumes a prompt's task -32603 "no longer served".
 func TestCatalogKinds(t *testing.T) {
 	e := newEnv(t, redistest.Mini(t), func(c *frontend.Config) { c.SyncWaitLimit = 50 * time.Millisecond })
-	if err := e.store.PublishTools(context.Background(), []taskstate.ToolDef{
-		{Kind: taskstate.KindPrompt, Prompt: &proto.Prompt{Name: "hello"}, Queue: "mcpq"},
-		{Kind: taskstate.KindResource, Resource: &proto.Resource{URI: "file:///a", Name: "a"}, Queue: "mcpq"},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e.publish(
+		taskstate.ToolDef{Kind: taskstate.KindPrompt, Prompt: &proto.Prompt{Name: "hello"}, Queue: "mcpq"},
+		taskstate.ToolDef{Kind: taskstate.KindResource, Resource: &proto.Resource{URI: "file:///a", Name: "a"}, Queue: "mcpq"},
+	)
 	for _, body := range []string{
 		rpc(1, proto.MethodPromptsGet, metaPlain, map[string]any{"name": "hello"}),
 		rpc(2, proto.MethodResourcesRead, metaPlain, map[string]any{"uri": "file:///a"}),

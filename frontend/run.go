@@ -46,6 +46,14 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	if policy == proto.PolicyTask && !declared {
 		return nil, proto.MissingTasksExtension()
 	}
+	status := "Queued"
+	if inv.state == nil && !inv.def.Served(s.store.Now()) {
+		// No live worker serves the entry (catalog.go): never a silent wait.
+		if policy == proto.PolicySync || (policy == proto.PolicyAuto && !declared) {
+			return nil, noWorker(inv)
+		}
+		status = fmt.Sprintf("Queued: waiting for a worker of queue %s (none serves %s now)", inv.def.Queue, inv.name)
+	}
 	owner := taskstate.OwnerTag(c.principal)
 	bind := func() string { return binding(inv.method, inv.name, inv.args) } // only MRTR needs it
 
@@ -82,7 +90,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		if rec, err = s.create(ctx, taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
-			StatusMessage: "Queued", Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
+			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 		}, inv.def); err != nil {
 			return nil, err
 		}
@@ -120,6 +128,13 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	// Held open as long as allowed and still not done: give up the work too.
 	_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
 	return nil, proto.NewError(proto.CodeInternalError, "Timed out after %s waiting for %s", wait, inv.name)
+}
+
+// noWorker is the answer to a call that cannot become a task while no
+// live worker serves its entry.
+func noWorker(inv invocation) error {
+	return proto.NewError(proto.CodeInternalError,
+		"No worker serves %s now (queue %s): try again when one is running", inv.name, inv.def.Queue)
 }
 
 // settled reports whether the request can be answered from rec as it is.

@@ -76,7 +76,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:         cfg,
 		store:       store,
 		hub:         taskstate.NewHub(cfg.Redis),
-		catalog:     newCatalog(store, cfg.CatalogTTL),
+		catalog:     newCatalog(store, cfg.CatalogTTL, cfg.Logger),
 		log:         cfg.Logger,
 		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
 		captureJobs: captureJobs,

@@ -28,11 +28,8 @@ const toolStrict = "strict_job" // task policy, held
 func TestInvalidArgumentsNoTask(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, nil)
-		ctx := context.Background()
-		if err := e.store.PublishTools(ctx, []taskstate.ToolDef{{Tool: proto.Tool{Name: toolStrict,
-			InputSchema: json.RawMessage(strictSchema)}, Policy: proto.PolicyTask, Queue: "mcpq"}}); err != nil {
-			t.Fatal(err)
-		}
+		e.publish(taskstate.ToolDef{Tool: proto.Tool{Name: toolStrict,
+			InputSchema: json.RawMessage(strictSchema)}, Policy: proto.PolicyTask, Queue: "mcpq"})
 		cases := []struct {
 			name string
 			args map[string]any

@@ -54,7 +54,14 @@ type ToolDef struct {
 	Order int `json:"order,omitempty"`
 	// PublishedAt is when a worker last published the definition.
 	PublishedAt time.Time `json:"publishedAt"`
+	// ServedUntil is when the latest heartbeat of the workers serving the
+	// entry runs out (Keys.Serving; zero: no live worker). Tools fills it
+	// in; it is not part of the published definition.
+	ServedUntil time.Time `json:"-"`
 }
+
+// Served reports whether a live worker serves the entry at now.
+func (d *ToolDef) Served(now time.Time) bool { return d.ServedUntil.After(now) }
 
 // Key is the entry's catalog field and the tool name its jobs carry.
 func (d *ToolDef) Key() string { return EntryKey(d.Kind, d.name()) }
@@ -98,10 +105,16 @@ func (s *Store) PublishTools(ctx context.Context, defs []ToolDef) error {
 	return s.rdb.HSet(ctx, s.keys.Catalog(), args...).Err()
 }
 
-// Tools reads the whole catalog (every kind), sorted by Order then Key.
+// Tools reads the whole catalog (every kind), sorted by Order then Key,
+// with each entry's ServedUntil. It holds every definition ever published
+// (a call to a tool no live worker serves can still name its queue).
 // Entries that do not decode are skipped.
 func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.Catalog()).Result()
+	if err != nil {
+		return nil, err
+	}
+	served, err := s.servedUntil(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +122,7 @@ func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
 	for _, v := range m {
 		var d ToolDef
 		if json.Unmarshal([]byte(v), &d) == nil && (d.name() != "" || d.Kind == KindCompletion) {
+			d.ServedUntil = served[d.Key()]
 			defs = append(defs, d)
 		}
 	}

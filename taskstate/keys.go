@@ -35,6 +35,11 @@ func (k Keys) Events(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:ev
 // definition (JSON ToolDef). Type: hash.
 func (k Keys) Catalog() string { return k.Prefix + "catalog" }
 
+// Serving says which catalog entries a live worker serves: member
+// ToolDef.Key, score the unix ms until which the latest heartbeat of any
+// worker serving it holds (serving.go). Type: sorted set.
+func (k Keys) Serving() string { return k.Prefix + "serving" }
+
 // Lists is where catalog changes are announced; the payload is the list
 // that changed (ListTools, ListPrompts, ListResources). Type: pub/sub channel.
 func (k Keys) Lists() string { return k.Prefix + "lists" }

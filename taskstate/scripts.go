@@ -37,4 +37,5 @@ var (
 	reapScript       = loadScript("reap")
 	rateScript       = loadScript("ratelimit")
 	takeoverScript   = loadScript("takeover")
+	servingScript    = loadScript("serving")
 )

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -140,8 +141,9 @@ func (w *Worker) add(ctx context.Context, e *entry, list string) error {
 	} else {
 		e.def.Order = len(w.entries) + 1
 	}
+	w.place(e)
 	w.entries[e.def.Key()] = e
-	running := w.running
+	running := w.running && w.serves(e)
 	w.mu.Unlock()
 	if !running {
 		return nil
@@ -149,16 +151,40 @@ func (w *Worker) add(ctx context.Context, e *entry, list string) error {
 	if err := w.store.PublishTools(ctx, []taskstate.ToolDef{e.def}); err != nil {
 		return fmt.Errorf("worker: publish %s: %w", e.def.Key(), err)
 	}
-	if list == "" {
+	ch, err := w.serve(ctx, []string{e.def.Key()})
+	if err != nil {
+		return fmt.Errorf("worker: serve %s: %w", e.def.Key(), err)
+	}
+	if list == "" || slices.Contains(ch.Announced, list) {
 		return nil
 	}
-	return w.store.AnnounceListChanged(ctx, list)
+	return w.store.AnnounceListChanged(ctx, list) // a changed definition
 }
 
+// place moves e to its queue of Config.ToolQueues.
+func (w *Worker) place(e *entry) {
+	q, ok := w.cfg.ToolQueues[e.def.Key()]
+	if !ok && e.queue == DefaultQueue {
+		q, ok = w.cfg.ToolQueues["*"]
+	}
+	if ok {
+		e.queue, e.def.Queue = q, q
+	}
+}
+
+// serves reports whether this worker serves e's queue.
+func (w *Worker) serves(e *entry) bool {
+	return len(w.cfg.Queues) == 0 || w.cfg.Queues[e.queue] > 0
+}
+
+// entry returns the entry with the catalog key that this worker serves, or nil.
 func (w *Worker) entry(key string) *entry {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.entries[key]
+	if e := w.entries[key]; e != nil && w.serves(e) {
+		return e
+	}
+	return nil
 }
 
 // encodeResult is the stored JSON of a handler's result, with resultType set.

@@ -25,12 +25,29 @@ type Config struct {
 	Redis redis.UniversalClient
 	// Prefix is the task key prefix (default taskstate.DefaultPrefix).
 	Prefix string
-	// Concurrency is how many jobs run at once (default 10).
+	// Concurrency is how many jobs run at once (default 10) when Queues is empty.
 	Concurrency int
+	// Queues, when set, names the queues this worker serves and how many
+	// jobs of each run at once ("gpu": 2, "cpu": 8). Each queue gets its
+	// own asynq server, so a burst on one queue never takes the slots of
+	// another (asynq has one concurrency per server, and priority weights
+	// would share it). Entries on other queues are neither served nor
+	// published. Empty (the default): every queue the entries name, one
+	// server with Concurrency.
+	Queues map[string]int
+	// ToolQueues moves entries to queues by catalog key (a tool's name);
+	// the key "*" moves every entry that names no queue (tools without
+	// Tool.Queue, prompts, resources, completions). Every worker of a
+	// deployment must agree on it: the front end enqueues a call on the
+	// queue its catalog entry names.
+	ToolQueues map[string]string
 	// TaskCheckInterval is how often an idle asynq server polls for jobs
 	// (default 20ms, for interactive latency).
 	TaskCheckInterval time.Duration
-	// CatalogInterval is how often the tool catalog is published again (default 30s).
+	// CatalogInterval is how often the worker heartbeats the entries it
+	// serves and publishes their definitions again (default 5s). An entry
+	// stays in tools/list for ServedIntervals intervals after the last
+	// heartbeat of its last worker.
 	CatalogInterval time.Duration
 	// ShutdownTimeout is how long running jobs get to finish on shutdown
 	// before asynq puts them back in the queue (default 10s).
@@ -97,7 +114,17 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.TaskCheckInterval = 20 * time.Millisecond
 	}
 	if cfg.CatalogInterval <= 0 {
-		cfg.CatalogInterval = 30 * time.Second
+		cfg.CatalogInterval = 5 * time.Second
+	}
+	for q, n := range cfg.Queues {
+		if q == "" || n <= 0 {
+			return nil, fmt.Errorf("worker: queue %q needs a name and a concurrency above 0 (got %d)", q, n)
+		}
+	}
+	for k, q := range cfg.ToolQueues {
+		if k == "" || q == "" {
+			return nil, fmt.Errorf("worker: ToolQueues entry %q=%q needs a key and a queue", k, q)
+		}
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
@@ -137,6 +164,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		if _, dup := w.entries[e.def.Key()]; dup {
 			return nil, fmt.Errorf("worker: tool %q registered twice", t.Name)
 		}
+		w.place(e)
 		e.def.Order = len(w.entries) + 1
 		w.entries[e.def.Key()] = e
 	}
@@ -148,14 +176,20 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 // (asynq re-queues the rest), stop publishing, release the pub/sub connection.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
-	n := len(w.entries)
-	queues := map[string]int{}
+	n := 0
+	named := map[string]int{}
 	for _, e := range w.entries {
-		queues[w.store.Keys().Queue(e.queue)] = 1
+		if w.serves(e) {
+			n++
+			named[e.queue] = w.cfg.Concurrency
+		}
 	}
 	w.running = n > 0
 	w.mu.Unlock()
 	if n == 0 {
+		if len(w.cfg.Queues) > 0 {
+			return fmt.Errorf("worker: nothing to serve on queues %v", w.cfg.Queues)
+		}
 		return errors.New("worker: nothing to serve")
 	}
 	defer func() {
@@ -174,27 +208,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer stops.Close()
 	go w.routeStops(ctx, stops)
-	srv := asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
-		Concurrency:       w.cfg.Concurrency,
-		Queues:            queues,
-		TaskCheckInterval: w.cfg.TaskCheckInterval,
-		ShutdownTimeout:   w.cfg.ShutdownTimeout,
-		RetryDelayFunc:    job.RetryDelay,
-		Logger:            asynqLogger{w.log},
-		LogLevel:          asynq.WarnLevel,
-	})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(job.Type, func(jctx context.Context, t *asynq.Task) error {
 		id, _ := asynq.GetTaskID(jctx)
 		return w.process(jctx, id, t.Payload())
 	})
-	if err := srv.Start(mux); err != nil {
-		return fmt.Errorf("worker: start asynq: %w", err)
+	srvs, err := w.startServers(mux, named)
+	if err != nil {
+		return err
 	}
-	w.log.Info("worker started", "entries", n, "queues", queues, "concurrency", w.cfg.Concurrency)
+	w.log.Info("worker started", "entries", n, "queues", w.groups(named))
 	close(w.ready)
 	tick := time.NewTicker(w.cfg.CatalogInterval)
 	defer tick.Stop()
+	sweep := time.NewTicker(w.cfg.TakeoverInterval)
+	defer sweep.Stop()
 	reap := time.NewTicker(w.cfg.ReapInterval)
 	defer reap.Stop()
 	rescue := time.NewTicker(w.cfg.RecoverAfter)
@@ -208,14 +236,20 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			w.stopping.Store(true)
-			srv.Stop()
-			srv.Shutdown()
+			for _, srv := range srvs {
+				srv.Stop()
+			}
+			for _, srv := range srvs {
+				srv.Shutdown()
+			}
 			w.log.Info("worker stopped")
 			return nil
 		case <-tick.C:
 			if err := w.publish(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("publish catalog", "err", err)
 			}
+		case <-sweep.C:
+			w.sweep(ctx)
 		case <-reap.C:
 			if n, err := w.store.Reap(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("reap expired tasks", "err", err)
@@ -230,14 +264,101 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
+// ServedIntervals is how many CatalogIntervals an entry stays served
+// after its last worker's last heartbeat: a worker killed without warning
+// leaves tools/list within ServedIntervals × CatalogInterval.
+const ServedIntervals = 3
+
+// groups is the queue → concurrency table the worker serves: Config.Queues,
+// or each queue the entries name (named) sharing Config.Concurrency.
+func (w *Worker) groups(named map[string]int) map[string]int {
+	if len(w.cfg.Queues) > 0 {
+		return w.cfg.Queues
+	}
+	return named
+}
+
+// startServers starts the asynq servers: one per queue of Config.Queues,
+// or one for all the queues named (the default).
+func (w *Worker) startServers(mux *asynq.ServeMux, named map[string]int) ([]*asynq.Server, error) {
+	server := func(concurrency int, queues ...string) *asynq.Server {
+		qs := make(map[string]int, len(queues))
+		for _, q := range queues {
+			qs[w.store.Keys().Queue(q)] = 1
+		}
+		return asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
+			Concurrency:       concurrency,
+			Queues:            qs,
+			TaskCheckInterval: w.cfg.TaskCheckInterval,
+			ShutdownTimeout:   w.cfg.ShutdownTimeout,
+			RetryDelayFunc:    job.RetryDelay,
+			Logger:            asynqLogger{w.log},
+			LogLevel:          asynq.WarnLevel,
+		})
+	}
+	var srvs []*asynq.Server
+	if len(w.cfg.Queues) == 0 {
+		queues := make([]string, 0, len(named))
+		for q := range named {
+			queues = append(queues, q)
+		}
+		srvs = append(srvs, server(w.cfg.Concurrency, queues...))
+	} else {
+		for q, n := range w.cfg.Queues {
+			srvs = append(srvs, server(n, q))
+		}
+	}
+	for i, srv := range srvs {
+		if err := srv.Start(mux); err != nil {
+			for _, started := range srvs[:i] {
+				started.Shutdown()
+			}
+			return nil, fmt.Errorf("worker: start asynq: %w", err)
+		}
+	}
+	return srvs, nil
+}
+
+// publish writes the definitions of the entries this worker serves and
+// heartbeats them into the serving set (which announces entries that had
+// no live worker).
 func (w *Worker) publish(ctx context.Context) error {
 	w.mu.Lock()
 	defs := make([]taskstate.ToolDef, 0, len(w.entries))
+	keys := make([]string, 0, len(w.entries))
 	for _, e := range w.entries {
-		defs = append(defs, e.def)
+		if w.serves(e) {
+			defs = append(defs, e.def)
+			keys = append(keys, e.def.Key())
+		}
 	}
 	w.mu.Unlock()
-	return w.store.PublishTools(ctx, defs)
+	if err := w.store.PublishTools(ctx, defs); err != nil {
+		return err
+	}
+	_, err := w.serve(ctx, keys)
+	return err
+}
+
+// serve heartbeats keys into the serving set for ServedIntervals intervals.
+func (w *Worker) serve(ctx context.Context, keys []string) (taskstate.ServingChange, error) {
+	until := w.store.Now().Add(ServedIntervals * w.cfg.CatalogInterval)
+	ch, err := w.store.ServeEntries(ctx, keys, until)
+	if err == nil && len(ch.Added)+len(ch.Expired) > 0 {
+		w.log.Info("catalog entries changed", "served", ch.Added, "no worker left", ch.Expired)
+	}
+	return ch, err
+}
+
+// sweep drops (and announces) the entries whose last worker's time ran out.
+func (w *Worker) sweep(ctx context.Context) {
+	ch, err := w.store.SweepServing(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("sweep catalog", "err", err)
+	case len(ch.Expired) > 0:
+		w.log.Info("catalog entries without a live worker", "entries", ch.Expired)
+	}
 }
 
 // process runs one delivery of a task's job (asynq task id jobID). It

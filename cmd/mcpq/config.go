@@ -134,6 +134,7 @@ func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
 	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs (env MCPQ_TASK_CHECK_INTERVAL)")
 	fs.IntVar(&cfg.MaxLostDeliveries, "max-lost-deliveries", envInt("MCPQ_MAX_LOST_DELIVERIES", 3), "lost deliveries a task survives; one more ends it failed (env MCPQ_MAX_LOST_DELIVERIES)")
 	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance", "chaos" (env MCPQ_FIXTURES)`)
+	queueFlags(fs, cfg) // queues.go
 }
 
 // splitList splits a comma-separated list, dropping empty items.

@@ -30,6 +30,7 @@ type Env struct {
 // Start builds a worker with build (given a config on b with a 10 ms
 // TaskCheckInterval, and a context that lives as long as the worker runs)
 // and runs it until the test ends; the cleanup requires Run to return nil.
+// It returns once the worker is ready.
 func Start(t testing.TB, b *redistest.Backend, build func(ctx context.Context, cfg worker.Config) (*worker.Worker, error)) *Env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,6 +56,16 @@ func Start(t testing.TB, b *redistest.Backend, build func(ctx context.Context, c
 		e.Hub.Close()
 		e.Client.Close()
 	})
+	// Ready: the catalog is published (and its list changes announced)
+	// before the test subscribes to anything.
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		done <- err // for the cleanup
+		t.Fatalf("Run returned before the worker was ready: %v", err)
+	case <-time.After(Bound):
+		t.Fatal("worker not ready within the bound")
+	}
 	return e
 }
 

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpq/mcpq/worker"
+)
+
+// queueFlags registers the worker's queue and catalog flags, defaulted
+// from the environment. A bad MCPQ_QUEUES or MCPQ_TOOL_QUEUES stops the
+// process: serving the wrong queues would take jobs meant for other
+// machines.
+func queueFlags(fs *flag.FlagSet, cfg *worker.Config) {
+	envFunc(fs, "queues", "MCPQ_QUEUES",
+		`queues to serve and their concurrency, like gpu=2,cpu=8 (env MCPQ_QUEUES; default: every queue the tools name, sharing --concurrency)`,
+		func(v string) (err error) { cfg.Queues, err = parseQueues(v); return err })
+	envFunc(fs, "tool-queues", "MCPQ_TOOL_QUEUES",
+		`put tools on queues by name, like render_gif=gpu,*=cpu (* for every entry that names no queue); every worker of a deployment needs the same (env MCPQ_TOOL_QUEUES)`,
+		func(v string) (err error) { cfg.ToolQueues, err = parseToolQueues(v); return err })
+	fs.DurationVar(&cfg.CatalogInterval, "catalog-interval", envDuration("MCPQ_CATALOG_INTERVAL", 5*time.Second),
+		fmt.Sprintf("how often the worker heartbeats the tools it serves; a dead worker's tools leave tools/list within %d intervals (env MCPQ_CATALOG_INTERVAL)", worker.ServedIntervals))
+}
+
+// envFunc registers a flag parsed by set, first applied to the
+// environment variable envName when set.
+func envFunc(fs *flag.FlagSet, name, envName, usage string, set func(string) error) {
+	fs.Func(name, usage, set)
+	if v := os.Getenv(envName); v != "" {
+		if err := set(v); err != nil {
+			fmt.Fprintf(os.Stderr, "mcpq: %s=%q: %v\n", envName, v, err)
+			os.Exit(2)
+		}
+	}
+}
+
+// parseQueues reads "gpu=2,cpu=8".
+func parseQueues(v string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, item := range splitList(v) {
+		name, n, ok := strings.Cut(item, "=")
+		name = strings.TrimSpace(name)
+		if !ok {
+			return nil, fmt.Errorf("%q is not queue=concurrency (like gpu=2)", item)
+		}
+		if err := checkQueueName(name); err != nil {
+			return nil, err
+		}
+		c, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || c < 1 {
+			return nil, fmt.Errorf("queue %s: concurrency %q is not a whole number above 0", name, n)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("queue %s given twice", name)
+		}
+		out[name] = c
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no queue given (like gpu=2,cpu=8)")
+	}
+	return out, nil
+}
+
+// parseToolQueues reads "render_gif=gpu,*=cpu".
+func parseToolQueues(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, item := range splitList(v) {
+		tool, queue, ok := strings.Cut(item, "=")
+		tool, queue = strings.TrimSpace(tool), strings.TrimSpace(queue)
+		if !ok || tool == "" {
+			return nil, fmt.Errorf("%q is not tool=queue (like render_gif=gpu)", item)
+		}
+		if err := checkQueueName(queue); err != nil {
+			return nil, fmt.Errorf("tool %s: %w", tool, err)
+		}
+		if _, dup := out[tool]; dup {
+			return nil, fmt.Errorf("tool %s given twice", tool)
+		}
+		out[tool] = queue
+	}
+	return out, nil
+}
+
+// checkQueueName allows letters, digits and "_-.": a queue name goes into
+// Redis key names and log lines.
+func checkQueueName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty queue name")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.", r)) {
+			return fmt.Errorf("queue name %q: only letters, digits, _ - . are allowed", name)
+		}
+	}
+	return nil
+}

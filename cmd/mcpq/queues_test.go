@@ -1,0 +1,63 @@
+package main
+
+import (
+	"maps"
+	"strings"
+	"testing"
+)
+
+func TestParseQueues(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want map[string]int
+		err  string
+	}{
+		{in: "gpu=2,cpu=8", want: map[string]int{"gpu": 2, "cpu": 8}},
+		{in: " gpu = 1 ", want: map[string]int{"gpu": 1}},
+		{in: "gpu", err: `"gpu" is not queue=concurrency`},
+		{in: "gpu=0", err: `queue gpu: concurrency "0" is not a whole number above 0`},
+		{in: "gpu=two", err: `concurrency "two"`},
+		{in: "=2", err: "empty queue name"},
+		{in: "g p u=2", err: `queue name "g p u"`},
+		{in: "gpu=1,gpu=2", err: "queue gpu given twice"},
+		{in: ",", err: "no queue given"},
+	} {
+		got, err := parseQueues(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseQueues(%q) = %v, %v; want error %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !maps.Equal(got, tc.want) {
+			t.Errorf("parseQueues(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestParseToolQueues(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want map[string]string
+		err  string
+	}{
+		{in: "render_gif=gpu,*=cpu", want: map[string]string{"render_gif": "gpu", "*": "cpu"}},
+		{in: "", want: map[string]string{}},
+		{in: "render_gif", err: `"render_gif" is not tool=queue`},
+		{in: "=gpu", err: `"=gpu" is not tool=queue`},
+		{in: "render_gif=", err: "tool render_gif: empty queue name"},
+		{in: "a=gpu,a=cpu", err: "tool a given twice"},
+		{in: "a=g/pu", err: `queue name "g/pu"`},
+	} {
+		got, err := parseToolQueues(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseToolQueues(%q) = %v, %v; want error %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !maps.Equal(got, tc.want) {
+			t.Errorf("parseToolQueues(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
