@@ -67,7 +67,10 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	}
 	if !ok {
 		if err := c.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{Region: cfg.Region}); err != nil {
-			return nil, fmt.Errorf("objstore: create S3 bucket %s: %w", cfg.Bucket, err)
+			// Another process may have created it meanwhile.
+			if ok, _ := c.BucketExists(ctx, cfg.Bucket); !ok {
+				return nil, fmt.Errorf("objstore: create S3 bucket %s: %w", cfg.Bucket, err)
+			}
 		}
 	}
 	s := &S3{c: c, bucket: cfg.Bucket}

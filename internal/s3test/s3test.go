@@ -86,7 +86,8 @@ func Start(t testing.TB) *Server {
 		cmd := exec.Command(bin, "server", "-dir="+data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 			"-master.port="+strconv.Itoa(ports[0]), "-volume.port="+strconv.Itoa(ports[1]),
 			"-filer.port="+strconv.Itoa(ports[2]), "-s3", "-s3.port="+strconv.Itoa(ports[3]),
-			"-s3.config="+confPath, "-master.volumeSizeLimitMB=64", "-volume.max=8")
+			"-s3.config="+confPath, "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
+			"-master.volumeSizeLimitMB=64", "-volume.max=8")
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true} // never outlive the tests
 		if err := cmd.Start(); err != nil {
