@@ -115,8 +115,10 @@ need_weed() {
   local bin="$CACHE/bin/weed" src dir
   if [ ! -x "$bin" ]; then
     log "building SeaweedFS weed $WEED_VERSION into $bin (several minutes, once per machine)"
-    dir=$(go mod download -json "github.com/seaweedfs/seaweedfs@$WEED_VERSION" |
-      python3 -c 'import json,sys;print(json.load(sys.stdin)["Dir"])')
+    # Outside any module, so mcpq's go.mod and go.sum stay as they are.
+    dir=$(cd / && go mod download -json "github.com/seaweedfs/seaweedfs@$WEED_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -d "$dir" ] || { log "go mod download of seaweedfs@$WEED_VERSION gave no source folder"; exit 1; }
     src="$CACHE/seaweedfs-src"
     rm -rf "$src"
     mkdir -p "$CACHE/bin"
