@@ -106,7 +106,7 @@ EXTRA_PIDS=()
 trap stop_services EXIT
 
 # need_weed: build SeaweedFS's weed binary (a real S3-compatible server for
-# the object-store tests, docs/object-store.md) into .cache/bin when it is
+# the object-store tests, internal/s3test) into .cache/bin when it is
 # missing, and export MCPQ_WEED_BIN with its path. The module has replace
 # directives, so `go install` refuses it; it builds inside a copy of the
 # module source. The first build takes minutes; later runs reuse it.
