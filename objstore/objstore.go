@@ -60,10 +60,11 @@ type Credentials struct {
 // Open returns the store a URL names:
 //
 //	file:///abs/path                     a local folder (created if missing)
-//	s3://bucket[/prefix]?endpoint=host:port&region=r&insecure=true
+//	s3://bucket[/prefix]?endpoint=host:port&region=r&insecure=true&expire_days=2
 //
 // For s3, endpoint defaults to s3.amazonaws.com, region to us-east-1,
-// insecure (plain http) to false, and the bucket is created when missing.
+// insecure (plain http) to false, and the bucket is created when missing;
+// expire_days sets a lifecycle rule on the prefix (S3Config.ExpireDays).
 func Open(ctx context.Context, raw string, creds Credentials) (Store, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -83,9 +84,9 @@ func Open(ctx context.Context, raw string, creds Credentials) (Store, error) {
 		q := u.Query()
 		for k := range q {
 			switch k {
-			case "endpoint", "region", "insecure":
+			case "endpoint", "region", "insecure", "expire_days":
 			default:
-				return nil, fmt.Errorf("objstore: blob URL %q: unknown parameter %q (endpoint, region, insecure)", raw, k)
+				return nil, fmt.Errorf("objstore: blob URL %q: unknown parameter %q (endpoint, region, insecure, expire_days)", raw, k)
 			}
 		}
 		cfg.Endpoint, cfg.Region = q.Get("endpoint"), q.Get("region")
@@ -95,6 +96,13 @@ func Open(ctx context.Context, raw string, creds Credentials) (Store, error) {
 				return nil, fmt.Errorf("objstore: blob URL %q: insecure=%q is not a boolean", raw, v)
 			}
 			cfg.Insecure = b
+		}
+		if v := q.Get("expire_days"); v != "" {
+			d, err := strconv.Atoi(v)
+			if err != nil || d < 1 {
+				return nil, fmt.Errorf("objstore: blob URL %q: expire_days=%q is not a whole number of days above 0", raw, v)
+			}
+			cfg.ExpireDays = d
 		}
 		return NewS3(ctx, cfg)
 	default:

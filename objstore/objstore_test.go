@@ -183,6 +183,29 @@ func TestS3(t *testing.T) {
 			t.Errorf("object not at run1/where/1.0: %v", err)
 		}
 	})
+	t.Run("expiry rule", func(t *testing.T) {
+		for range 2 { // a second open replaces the rule rather than adding one
+			if _, err := objstore.Open(ctx, "s3://mcpq-blobs/run2?expire_days=2&insecure=true&endpoint="+srv.Endpoint, creds); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lc, err := srv.Client(t).GetBucketLifecycle(ctx, "mcpq-blobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range lc.Rules {
+			if r.ID == "mcpq-expire-run2" {
+				n++
+				if r.Expiration.Days != 2 || r.Status != "Enabled" || r.RuleFilter.Prefix != "run2/" {
+					t.Errorf("rule %+v", r)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d mcpq rules for run2 in %+v, want 1", n, lc.Rules)
+		}
+	})
 	t.Run("wrong credentials", func(t *testing.T) {
 		_, err := objstore.Open(ctx, "s3://mcpq-blobs?insecure=true&endpoint="+srv.Endpoint,
 			objstore.Credentials{AccessKey: s3test.AccessKey, SecretKey: "wrong"})
@@ -211,6 +234,8 @@ func TestOpenErrors(t *testing.T) {
 		{"s3://?endpoint=127.0.0.1:1", "bucket name is empty"},
 		{"s3://b?endpoint=127.0.0.1:1&color=red", `unknown parameter "color"`},
 		{"s3://b?endpoint=127.0.0.1:1&insecure=maybe", `insecure="maybe" is not a boolean`},
+		{"s3://b?endpoint=127.0.0.1:1&expire_days=0", `expire_days="0" is not a whole number of days above 0`},
+		{"s3://b?endpoint=127.0.0.1:1&expire_days=1.5", `expire_days="1.5" is not a whole number`},
 		{"s3://b/../x?endpoint=127.0.0.1:1", "invalid S3 prefix"},
 		{"%zz", "invalid URL escape"},
 	} {

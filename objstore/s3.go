@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/lifecycle"
 )
 
 // S3Config configures an S3 store.
@@ -27,6 +29,10 @@ type S3Config struct {
 	Prefix string
 	// Credentials sign requests; empty means anonymous.
 	Credentials Credentials
+	// ExpireDays, when above 0, sets a bucket lifecycle rule that has the
+	// S3 server delete objects under Prefix that many days after they were
+	// written: the server's own backstop beside the worker's sweep.
+	ExpireDays int
 }
 
 // S3 is a Store in an S3-compatible bucket, through minio-go.
@@ -77,7 +83,38 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if cfg.Prefix != "" {
 		s.prefix = cfg.Prefix + "/"
 	}
+	if cfg.ExpireDays > 0 {
+		if err := s.setExpiry(ctx, cfg.ExpireDays); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// setExpiry puts (or replaces) mcpq's lifecycle rule for the prefix,
+// keeping the bucket's other rules.
+func (s *S3) setExpiry(ctx context.Context, days int) error {
+	id := "mcpq-expire"
+	if s.prefix != "" {
+		id += "-" + strings.TrimSuffix(s.prefix, "/")
+	}
+	cfg, err := s.c.GetBucketLifecycle(ctx, s.bucket)
+	if err != nil || cfg == nil {
+		cfg = lifecycle.NewConfiguration() // none yet (or unreadable: ours is written anyway)
+	}
+	rules := cfg.Rules[:0]
+	for _, r := range cfg.Rules {
+		if r.ID != id {
+			rules = append(rules, r)
+		}
+	}
+	cfg.Rules = append(rules, lifecycle.Rule{ID: id, Status: "Enabled",
+		RuleFilter: lifecycle.Filter{Prefix: s.prefix},
+		Expiration: lifecycle.Expiration{Days: lifecycle.ExpirationDays(days)}})
+	if err := s.c.SetBucketLifecycle(ctx, s.bucket, cfg); err != nil {
+		return fmt.Errorf("objstore: set the S3 bucket's expiry rule (expire_days=%d): %w", days, err)
+	}
+	return nil
 }
 
 // Put implements Store.

@@ -24,7 +24,7 @@ type blobFlags struct {
 // signed URL lifetime.
 func (b *blobFlags) register(fs *flag.FlagSet, forWorker bool) {
 	fs.StringVar(&b.url, "blob-url", env("MCPQ_BLOB_URL", ""),
-		"object store for large results: file:///path or s3://bucket[/prefix]?endpoint=host:port&region=r&insecure=true; "+
+		"object store for large results: file:///path or s3://bucket[/prefix]?endpoint=host:port&region=r&insecure=true&expire_days=n; "+
 			"credentials from MCPQ_BLOB_ACCESS_KEY/MCPQ_BLOB_SECRET_KEY or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "+
 			"(env MCPQ_BLOB_URL; default none: results stay in Redis; mcpq dev: a temporary folder)")
 	if forWorker {
