@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcpq/mcpq/objstore"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -87,6 +88,10 @@ type Config struct {
 	WaitTimeout time.Duration
 	// CatalogTTL is how long the tool catalog read from Redis is reused (default 1s).
 	CatalogTTL time.Duration
+	// Blobs is the object store workers put large results in
+	// (worker.Config.Blobs.Store); resources/read serves them from it to
+	// their task's owner. Nil: such reads answer "Resource not found".
+	Blobs objstore.Store
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the server's logs (default slog.Default()).

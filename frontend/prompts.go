@@ -101,6 +101,9 @@ func (s *Server) readResource(ctx context.Context, c *call) (any, error) {
 	if p.URI == "" {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: uri is required")
 	}
+	if proto.IsBlobURI(p.URI) {
+		return s.readBlob(ctx, c, p.URI)
+	}
 	def, err := s.catalog.get(ctx, taskstate.EntryKey(taskstate.KindResource, p.URI))
 	if err != nil {
 		return nil, err
@@ -122,8 +125,7 @@ func (s *Server) readResource(ctx context.Context, c *call) (any, error) {
 		}
 	}
 	if def == nil {
-		return nil, &proto.Error{Code: proto.CodeInvalidParams, Message: "Resource not found",
-			Data: map[string]string{"uri": p.URI}}
+		return nil, resourceNotFound(p.URI)
 	}
 	raw, _ := json.Marshal(args)
 	res, err := s.invoke(ctx, c, invocation{def: def, method: proto.MethodResourcesRead, name: p.URI, args: raw,

@@ -104,3 +104,27 @@ stop_services() {
 }
 EXTRA_PIDS=()
 trap stop_services EXIT
+
+# need_weed: build SeaweedFS's weed binary (a real S3-compatible server for
+# the object-store tests, internal/s3test) into .cache/bin when it is
+# missing, and export MCPQ_WEED_BIN with its path. The module has replace
+# directives, so `go install` refuses it; it builds inside a copy of the
+# module source. The first build takes minutes; later runs reuse it.
+WEED_VERSION=v0.0.0-20261109003541-7506e5f91cd6
+need_weed() {
+  local bin="$CACHE/bin/weed" src dir
+  if [ ! -x "$bin" ]; then
+    log "building SeaweedFS weed $WEED_VERSION into $bin (several minutes, once per machine)"
+    # Outside any module, so mcpq's go.mod and go.sum stay as they are.
+    dir=$(cd / && go mod download -json "github.com/seaweedfs/seaweedfs@$WEED_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -d "$dir" ] || { log "go mod download of seaweedfs@$WEED_VERSION gave no source folder"; exit 1; }
+    src="$CACHE/seaweedfs-src"
+    rm -rf "$src"
+    mkdir -p "$CACHE/bin"
+    cp -r "$dir" "$src" && chmod -R u+w "$src"
+    (cd "$src" && go build -o "$bin.tmp" ./weed) && mv "$bin.tmp" "$bin"
+    rm -rf "$src"
+  fi
+  export MCPQ_WEED_BIN="$bin"
+}

@@ -67,6 +67,41 @@ func TestReapDrainsBacklog(t *testing.T) {
 	})
 }
 
+// TestReapEachNamesEndedTasks: ReapEach names each task it reaps (for
+// what lives outside Redis, like stored results), and no task that lives on.
+func TestReapEachNamesEndedTasks(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		short, long := int64(1000), int64(60_000)
+		want := map[taskstate.Ref]bool{}
+		for i := range 4 {
+			ttl := &short
+			if i%2 == 1 {
+				ttl = &long
+			}
+			rec, err := e.s.Create(ctx(t), taskstate.CreateParams{Principal: principal, Tool: "echo", TTLMs: ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl == &short {
+				want[rec.Ref] = true
+			}
+		}
+		e.clock.Advance(2 * time.Second)
+		got := map[taskstate.Ref]bool{}
+		n, err := e.s.ReapEach(ctx(t), func(r taskstate.Ref) { got[r] = true })
+		if err != nil || n != 2 || len(got) != 2 {
+			t.Fatalf("ReapEach = %d, %v, named %v; want the 2 expired tasks", n, err, got)
+		}
+		for r := range want {
+			if !got[r] {
+				t.Errorf("expired task %s not named", r.ID)
+			}
+		}
+	})
+}
+
 // TestEndedTaskDropsRunState: an ended task keeps its result and loses
 // what only a run needs (arguments, client capabilities, checkpoint, the
 // holding delivery and its heartbeat).

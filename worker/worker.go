@@ -74,6 +74,9 @@ type Config struct {
 	// TakeoverInterval is how often the worker looks for lost deliveries
 	// and overdue cancels (default 1s; any number of workers may look).
 	TakeoverInterval time.Duration
+	// Blobs says where result blocks too large for the task record go
+	// (default: nowhere, they stay inline; worker/blobs.go).
+	Blobs BlobConfig
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the worker's logs (default slog.Default()).
@@ -153,6 +156,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Blobs.setDefaults(cfg.MaxTTL)
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
 		jobs:  map[string]map[int64]func(){},
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter})}
@@ -227,6 +231,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer reap.Stop()
 	rescue := time.NewTicker(w.cfg.RecoverAfter)
 	defer rescue.Stop()
+	sweep := time.NewTicker(w.cfg.Blobs.SweepInterval)
+	defer sweep.Stop()
 	client := asynq.NewClientFromRedisClient(w.cfg.Redis)
 	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
 	tctx, stopTakeover := context.WithCancel(ctx)
@@ -251,7 +257,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-sweep.C:
 			w.sweep(ctx)
 		case <-reap.C:
-			if n, err := w.store.Reap(ctx); err != nil && ctx.Err() == nil {
+			if n, err := w.reap(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("reap expired tasks", "err", err)
 			} else if n > 0 {
 				w.log.Info("reaped expired tasks", "count", n)
@@ -259,6 +265,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-rescue.C:
 			if _, err := w.recoverStranded(ctx, client, insp); err != nil && ctx.Err() == nil {
 				w.log.Warn("recover stranded tasks", "err", err)
+			}
+		case <-sweep.C:
+			if w.cfg.Blobs.Store != nil {
+				w.sweepBlobs(ctx)
 			}
 		}
 	}
@@ -428,6 +438,9 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 		if errors.As(herr, &transient) && !call.cancelRequested() {
 			log().Warn("job will be retried", "err", herr)
 			return herr
+		}
+		if herr == nil && !call.cancelRequested() {
+			res, herr = w.offload(ctx, call, res) // large blocks out of the record
 		}
 		out = outcome(e, res, herr, call.cancelRequested())
 	}

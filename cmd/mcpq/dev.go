@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -30,8 +31,23 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	sharedFlags(fs, &wcfg.LostAfter, &wcfg.MaxTTL)
 	var auth authFlags
 	auth.register(fs)
+	var blobs blobFlags
+	blobs.register(fs, true)
 	hf := httpFlags(fs)
 	_ = fs.Parse(args)
+	if blobs.url == "" { // large results go to a folder that lives as long as the process
+		dir, err := os.MkdirTemp("", "mcpq-dev-blobs-")
+		if err != nil {
+			return fmt.Errorf("blob folder: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		blobs.url = "file://" + dir
+	}
+	store, err := blobs.open(ctx)
+	if err != nil {
+		return err
+	}
+	fcfg.Blobs, wcfg.Blobs = store, blobs.workerConfig(store)
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
 		return fmt.Errorf("embedded redis: %w", err)
@@ -67,7 +83,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	case <-w.Ready():
 	case <-ctx.Done():
 	}
-	log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "fixtures", fixtures)
+	log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "fixtures", fixtures, "blobs", blobs.url)
 	fmt.Printf("MCP URL: http://%s/mcp\n", ln.Addr())
 	herr := serveHTTP(ctx, log, ln, fcfg, hf)
 	stopWorker()

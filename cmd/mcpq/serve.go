@@ -26,8 +26,14 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL)
 	var auth authFlags
 	auth.register(fs)
+	var blobs blobFlags
+	blobs.register(fs, false)
 	hf := httpFlags(fs)
 	_ = fs.Parse(args)
+	var err error
+	if cfg.Blobs, err = blobs.open(ctx); err != nil {
+		return err
+	}
 	rdb, err := redisClient()
 	if err != nil {
 		return err
@@ -97,7 +103,14 @@ func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	var fixtures string
 	workerFlags(fs, &cfg, &fixtures)
 	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL)
+	var blobs blobFlags
+	blobs.register(fs, true)
 	_ = fs.Parse(args)
+	store, err := blobs.open(ctx)
+	if err != nil {
+		return err
+	}
+	cfg.Blobs = blobs.workerConfig(store)
 	rdb, err := redisClient()
 	if err != nil {
 		return err
