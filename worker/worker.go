@@ -231,8 +231,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer reap.Stop()
 	rescue := time.NewTicker(w.cfg.RecoverAfter)
 	defer rescue.Stop()
-	sweep := time.NewTicker(w.cfg.Blobs.SweepInterval)
-	defer sweep.Stop()
+	blobSweep := time.NewTicker(w.cfg.Blobs.SweepInterval)
+	defer blobSweep.Stop()
 	client := asynq.NewClientFromRedisClient(w.cfg.Redis)
 	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
 	tctx, stopTakeover := context.WithCancel(ctx)
@@ -266,7 +266,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			if _, err := w.recoverStranded(ctx, client, insp); err != nil && ctx.Err() == nil {
 				w.log.Warn("recover stranded tasks", "err", err)
 			}
-		case <-sweep.C:
+		case <-blobSweep.C:
 			if w.cfg.Blobs.Store != nil {
 				w.sweepBlobs(ctx)
 			}
