@@ -51,6 +51,31 @@ func mimeType(name string) string {
 // collect builds the result of a run that exited 0: one content block per
 // file of the output folder (in path order), else stdout as one text block.
 func collect(name string, d runDir) (*proto.CallToolResult, error) {
+	res, err := collectFiles(name, d)
+	if err != nil || len(res.Content) > 0 {
+		return res, err
+	}
+	f, err := os.Open(d.stdout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(b) > MaxResultBytes {
+		return nil, fmt.Errorf("%s: stdout holds more than %d bytes", name, MaxResultBytes)
+	}
+	if len(b) > 0 {
+		res.Content = append(res.Content, proto.TextContent(strings.ToValidUTF8(string(b), "\uFFFD")))
+	}
+	return res, nil
+}
+
+// collectFiles is one content block per file of the output folder, in
+// path order.
+func collectFiles(name string, d runDir) (*proto.CallToolResult, error) {
 	var files []string
 	total := int64(0)
 	err := filepath.WalkDir(d.out, func(p string, e fs.DirEntry, err error) error {
@@ -78,24 +103,6 @@ func collect(name string, d runDir) (*proto.CallToolResult, error) {
 		}
 		rel, _ := filepath.Rel(d.out, p)
 		res.Content = append(res.Content, fileContent(filepath.ToSlash(rel), b))
-	}
-	if len(files) > 0 {
-		return res, nil
-	}
-	f, err := os.Open(d.stdout)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(b) > MaxResultBytes {
-		return nil, fmt.Errorf("%s: stdout holds more than %d bytes", name, MaxResultBytes)
-	}
-	if len(b) > 0 {
-		res.Content = append(res.Content, proto.TextContent(strings.ToValidUTF8(string(b), "\uFFFD")))
 	}
 	return res, nil
 }

@@ -163,7 +163,12 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case timedOut:
-		return nil, fmt.Errorf("%s: timed out after %v and was stopped%s", name, r.spec.Timeout, tail(d.stderr))
+		// A tool error that keeps what the program wrote so far.
+		res := worker.ErrorResult(fmt.Sprintf("%s: timed out after %v and was stopped%s", name, r.spec.Timeout, tail(d.stderr)))
+		if part, err := collectFiles(name, d); err == nil {
+			res.Content = append(res.Content, part.Content...)
+		}
+		return res, nil
 	case werr != nil:
 		var ee *exec.ExitError
 		if errors.As(werr, &ee) {

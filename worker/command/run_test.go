@@ -117,13 +117,18 @@ echo 'Traceback: ValueError: width must be even' >&2; exit 3`
 
 func env2(t *testing.T, s Spec) *mcpqtest.Env { return mcpqtest.New(t, mustNew(t, s)) }
 
+// TestTimeoutIsAToolError: a run over its timeout is stopped; the tool
+// error carries the stderr tail and what the output folder held.
 func TestTimeoutIsAToolError(t *testing.T) {
-	s := sh("slow", `echo 'working on it' >&2; sleep 300`)
+	s := sh("slow", `echo "working on it" >&2; echo partial > "$MCPQ_OUTPUT/part.txt"; sleep 300`)
 	s.Timeout = 100 * time.Millisecond
 	res := env2(t, s).Call(t, "slow", map[string]any{}).Result(t)
 	if !res.IsError || !strings.Contains(res.Content[0].Text, "slow: timed out after 100ms and was stopped") ||
 		!strings.Contains(res.Content[0].Text, "working on it") {
 		t.Fatalf("result %+v", res)
+	}
+	if len(res.Content) != 2 || res.Content[1].Text != "partial\n" {
+		t.Fatalf("the partial output is not in the result: %+v", res.Content)
 	}
 }
 
