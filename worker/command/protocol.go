@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -31,9 +32,23 @@ type message struct {
 	Text     string
 	// Checkpoint is the program's checkpoint ({"checkpoint": <JSON>}).
 	Checkpoint json.RawMessage
+	// Input asks the client for input ({"input": {"key": "approve",
+	// "method": "elicitation/create", "params": {...}}}).
+	Input *inputLine
 }
 
-var lineKeys = []string{"status", "progress", "total", "message", "checkpoint"}
+// inputLine is an input request of the program: the answer is written to
+// $MCPQ_INPUT/<key>.json.
+type inputLine struct {
+	Key    string          `json:"key"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// inputKey is what an input key may be: it names the answer's file.
+var inputKey = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$`)
+
+var lineKeys = []string{"status", "progress", "total", "message", "checkpoint", "input"}
 
 // parseLine decodes one protocol line (without its newline). A blank line
 // is no message (ok false, no error).
@@ -51,12 +66,31 @@ func parseLine(line []byte) (m message, ok bool, err error) {
 		switch {
 		case !slices.Contains(lineKeys, k):
 			return m, false, fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(lineKeys, ", "))
-		case k == "status" || k == "progress" || k == "checkpoint":
+		case k == "status" || k == "progress" || k == "checkpoint" || k == "input":
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return m, false, errors.New(`a line holds exactly one of "status", "progress" and "checkpoint"`)
+		return m, false, errors.New(`a line holds exactly one of "status", "progress", "checkpoint" and "input"`)
+	}
+	if raw, ok := fields["input"]; ok {
+		if len(fields) > 1 {
+			return m, false, errors.New(`an "input" line holds no other key`)
+		}
+		var in inputLine
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return m, false, fmt.Errorf(`"input" is not an object of "key", "method" and "params": %v`, err)
+		}
+		if !inputKey.MatchString(in.Key) {
+			return m, false, fmt.Errorf(`"input" key %q is not 1 to 64 of A-Z a-z 0-9 _ - . (not starting with .)`, in.Key)
+		}
+		if in.Method == "" {
+			return m, false, errors.New(`"input" has no "method"`)
+		}
+		m.Input = &in
+		return m, true, nil
 	}
 	if raw, ok := fields["status"]; ok {
 		var s string

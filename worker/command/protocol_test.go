@@ -23,7 +23,7 @@ func TestParseLine(t *testing.T) {
 		{line: `status: hi`, err: "not a JSON object"},
 		{line: `["status"]`, err: "not a JSON object"},
 		{line: `null`, err: "not a JSON object"},
-		{line: `{}`, err: `exactly one of "status", "progress" and "checkpoint"`},
+		{line: `{}`, err: `exactly one of "status", "progress", "checkpoint" and "input"`},
 		{line: `{"status":"a","checkpoint":1}`, err: "exactly one of"},
 		{line: `{"status":"a","total":1}`, err: `a "status" line holds no other key`},
 		{line: `{"checkpoint":1,"message":"x"}`, err: `a "checkpoint" line holds no other key`},
@@ -34,6 +34,13 @@ func TestParseLine(t *testing.T) {
 		{line: `{"progress":1,"total":0}`, err: `"total" is not a number above 0`},
 		{line: `{"progress":1,"message":7}`, err: `"message" is not a string`},
 		{line: `{"stat":"x"}`, err: `unknown key "stat"`},
+		{line: `{"input":{"key":"ok","method":"elicitation/create","params":{"message":"go?"}}}`, want: `input:ok elicitation/create {"message":"go?"}`},
+		{line: `{"input":{"key":"../x","method":"m"}}`, err: `"input" key "../x" is not`},
+		{line: `{"input":{"key":".hidden","method":"m"}}`, err: `"input" key ".hidden" is not`},
+		{line: `{"input":{"key":"k"}}`, err: `"input" has no "method"`},
+		{line: `{"input":{"key":"k","method":"m","extra":1}}`, err: `unknown field "extra"`},
+		{line: `{"input":"k"}`, err: `"input" is not an object`},
+		{line: `{"input":{"key":"k","method":"m"},"status":"x"}`, err: "exactly one of"},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
 			m, ok, err := parseLine([]byte(tc.line))
@@ -53,6 +60,8 @@ func TestParseLine(t *testing.T) {
 				got = "status:" + *m.Status
 			case m.Checkpoint != nil:
 				got = "checkpoint:" + string(m.Checkpoint)
+			case m.Input != nil:
+				got = "input:" + m.Input.Key + " " + m.Input.Method + " " + string(m.Input.Params)
 			default:
 				got = m.statusText()
 			}

@@ -33,6 +33,7 @@ const (
 	envStatusFD   = "MCPQ_STATUS_FD"  // the protocol descriptor, "3"
 	envTaskID     = "MCPQ_TASK_ID"    // the task's id
 	envAttempt    = "MCPQ_ATTEMPT"    // this delivery's attempt number
+	envInput      = "MCPQ_INPUT"      // the folder answers to input requests appear in
 )
 
 // stderrTail is how much of the end of stderr a tool error quotes.
@@ -42,7 +43,7 @@ const stderrTail = 4 << 10
 type runner struct{ spec Spec }
 
 // runDir is the private folder of one run.
-type runDir struct{ root, args, checkpoint, out, stdout, stderr string }
+type runDir struct{ root, args, checkpoint, out, input, stdout, stderr string }
 
 func newRunDir(name string) (runDir, error) {
 	root, err := os.MkdirTemp("", "mcpq-"+name+"-")
@@ -50,10 +51,13 @@ func newRunDir(name string) (runDir, error) {
 		return runDir{}, err
 	}
 	d := runDir{root: root, args: filepath.Join(root, "args.json"), checkpoint: filepath.Join(root, "checkpoint.json"),
-		out: filepath.Join(root, "out"), stdout: filepath.Join(root, "stdout"), stderr: filepath.Join(root, "stderr")}
-	if err := os.Mkdir(d.out, 0o700); err != nil {
-		os.RemoveAll(root)
-		return runDir{}, err
+		out: filepath.Join(root, "out"), input: filepath.Join(root, "input"),
+		stdout: filepath.Join(root, "stdout"), stderr: filepath.Join(root, "stderr")}
+	for _, sub := range []string{d.out, d.input} {
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			os.RemoveAll(root)
+			return runDir{}, err
+		}
 	}
 	return d, nil
 }
@@ -133,10 +137,14 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 		return nil, fmt.Errorf("%s: cannot start %s: %w", name, argv[0], err)
 	}
 	pw.Close()
+	// A protocol line can end the run too: an input request that parks
+	// the task (the program is stopped; it runs again once answered).
+	pctx, end := context.WithCancelCause(rctx)
+	defer end(nil)
 	lines := make(chan struct{})
 	go func() {
 		defer close(lines)
-		r.readProtocol(ctx, c, pr)
+		r.readProtocol(ctx, c, pr, d, end)
 	}()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -145,8 +153,8 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 	timedOut := false
 	select {
 	case werr = <-waited:
-	case <-rctx.Done():
-		timedOut = ctx.Err() == nil
+	case <-pctx.Done():
+		timedOut = ctx.Err() == nil && rctx.Err() != nil
 		werr = r.stop(pid, waited)
 	}
 	signalGroup(pid, syscall.SIGKILL) // whatever is left of the group
@@ -159,9 +167,12 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 		pr.Close()
 		<-lines
 	}
+	var ended *endedBy
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case errors.As(context.Cause(pctx), &ended):
+		return nil, ended.err
 	case timedOut:
 		// A tool error that keeps what the program wrote so far.
 		res := worker.ErrorResult(fmt.Sprintf("%s: timed out after %v and was stopped%s", name, r.spec.Timeout, tail(d.stderr)))
@@ -209,13 +220,13 @@ func (r *runner) environ(c *worker.Call, d runDir) []string {
 		env = append(env, k+"="+v)
 	}
 	return append(env, envArgs+"="+d.args, envOutput+"="+d.out, envCheckpoint+"="+d.checkpoint,
-		envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
+		envInput+"="+d.input, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
 }
 
 // readProtocol applies the program's protocol lines until the descriptor
 // closes. A line it cannot apply is logged and skipped; reading goes on,
 // so the program never blocks on a full pipe.
-func (r *runner) readProtocol(ctx context.Context, c *worker.Call, pr io.Reader) {
+func (r *runner) readProtocol(ctx context.Context, c *worker.Call, pr io.Reader, d runDir, end context.CancelCauseFunc) {
 	br := bufio.NewReaderSize(pr, 64<<10)
 	var line []byte
 	tooLong := false
@@ -233,7 +244,7 @@ func (r *runner) readProtocol(ctx context.Context, c *worker.Call, pr io.Reader)
 			r.spec.Logger.Warn("command tool: protocol line longer than the limit skipped",
 				"tool", r.spec.Name, "task", c.TaskID, "limit", maxLine)
 		} else {
-			r.apply(ctx, c, line)
+			r.apply(ctx, c, line, d, end)
 		}
 		line, tooLong = line[:0], false
 		if err != nil {
@@ -242,8 +253,14 @@ func (r *runner) readProtocol(ctx context.Context, c *worker.Call, pr io.Reader)
 	}
 }
 
+// endedBy is why a protocol line ended the run: the error the handler
+// returns (the parking error of Call.Input, or what the request was refused for).
+type endedBy struct{ err error }
+
+func (e *endedBy) Error() string { return e.err.Error() }
+
 // apply carries out one protocol line.
-func (r *runner) apply(ctx context.Context, c *worker.Call, line []byte) {
+func (r *runner) apply(ctx context.Context, c *worker.Call, line []byte, d runDir, end context.CancelCauseFunc) {
 	m, ok, err := parseLine(line)
 	if err != nil {
 		r.spec.Logger.Warn("command tool: malformed protocol line skipped", "tool", r.spec.Name, "task", c.TaskID,
@@ -262,10 +279,39 @@ func (r *runner) apply(ctx context.Context, c *worker.Call, line []byte) {
 		}
 	case m.Checkpoint != nil:
 		err = c.SaveCheckpoint(ctx, m.Checkpoint)
+	case m.Input != nil:
+		err = r.input(ctx, c, m.Input, d)
+		if err != nil {
+			end(&endedBy{err})
+			return
+		}
 	}
 	if err != nil && ctx.Err() == nil {
 		r.spec.Logger.Warn("command tool: protocol line not applied", "tool", r.spec.Name, "task", c.TaskID, "err", err)
 	}
+}
+
+// input asks the client for an input line's request. When the answer is
+// there, it is written (atomically) to the input folder as <key>.json;
+// otherwise Call.Input parked the task and input returns its error, which
+// ends the run: the program is stopped and runs again once answered.
+func (r *runner) input(ctx context.Context, c *worker.Call, in *inputLine, d runDir) error {
+	req := proto.InputRequest{Method: in.Method}
+	if len(in.Params) > 0 {
+		req.Params = in.Params
+	}
+	answers, err := c.Input(ctx, map[string]proto.InputRequest{in.Key: req})
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(d.root, "answer.tmp")
+	if err := os.WriteFile(tmp, answers[in.Key], 0o600); err != nil {
+		return fmt.Errorf("%s: cannot write the answer to %s: %w", r.spec.Name, in.Key, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(d.input, in.Key+".json")); err != nil {
+		return fmt.Errorf("%s: cannot write the answer to %s: %w", r.spec.Name, in.Key, err)
+	}
+	return nil
 }
 
 // tail is the end of the stderr file, as a suffix of a tool error's text.

@@ -178,3 +178,29 @@ func TestEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestInputParksTheTask: an input line moves the task to input_required
+// and stops the program; once answered, the program runs again and finds
+// the answer in $MCPQ_INPUT/<key>.json.
+func TestInputParksTheTask(t *testing.T) {
+	script := `echo "run $MCPQ_ATTEMPT" >&2
+echo '{"input":{"key":"approve","method":"elicitation/create","params":{"message":"Go on?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}}}' >&3
+while [ ! -f "$MCPQ_INPUT/approve.json" ]; do sleep 0.02; done
+cat "$MCPQ_INPUT/approve.json"`
+	env := env2(t, sh("ask", script))
+	run := env.Call(t, "ask", map[string]any{})
+	reqs := run.Input(t)
+	if r, ok := reqs["approve"]; !ok || r.Method != proto.MethodElicit {
+		t.Fatalf("input requests %+v", reqs)
+	}
+	run.Accept(t, "approve", map[string]any{"ok": true})
+	res := run.Result(t)
+	var got proto.ElicitResult
+	if res.IsError || len(res.Content) != 1 || json.Unmarshal([]byte(res.Content[0].Text), &got) != nil ||
+		got.Action != proto.ElicitAccept || string(got.Content) != `{"ok":true}` {
+		t.Fatalf("result %+v", res)
+	}
+	if d := run.Deliveries(); len(d) != 2 {
+		t.Fatalf("deliveries %v, want 2 (asked, then answered)", d)
+	}
+}
