@@ -2,7 +2,13 @@
 
 package command
 
-import "syscall"
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // supported says whether command tools run on this system.
 func supported() error { return nil }
@@ -17,3 +23,23 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 // signalGroup sends sig to every process of the group led by pid.
 func signalGroup(pid int, sig syscall.Signal) { _ = syscall.Kill(-pid, sig) }
+
+// awaitExit starts waiting for cmd's process: exited is closed once it
+// ended, and reap then collects its status (cmd.Wait). Until reap, the
+// ended leader stays a zombie (waitid with WNOWAIT), so its pid, which is
+// the group's id, cannot be reused: a signal to the group after the
+// leader's exit reaches only the program's processes.
+func awaitExit(cmd *exec.Cmd) (exited <-chan struct{}, reap func() error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if !errors.Is(err, unix.EINTR) {
+				return
+			}
+		}
+	}()
+	return done, cmd.Wait
+}

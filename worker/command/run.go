@@ -146,18 +146,17 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 		defer close(lines)
 		r.readProtocol(ctx, c, pr, d, end)
 	}()
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	exited, reap := awaitExit(cmd)
 	pid := cmd.Process.Pid
-	var werr error
 	timedOut := false
 	select {
-	case werr = <-waited:
+	case <-exited:
 	case <-pctx.Done():
 		timedOut = ctx.Err() == nil && rctx.Err() != nil
-		werr = r.stop(pid, waited)
+		r.stop(pid, exited)
 	}
 	signalGroup(pid, syscall.SIGKILL) // whatever is left of the group
+	werr := reap()
 	// Every line the program wrote is applied before the outcome. A
 	// process that left the group and still holds the descriptor does not
 	// hold the run up longer than the grace period.
@@ -193,17 +192,17 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 // stop sends SIGTERM to the program's group and waits for the program for
 // the grace period; then SIGKILL goes to the group and stop waits for the
 // program's end (immediate: SIGKILL cannot be caught).
-func (r *runner) stop(pid int, waited <-chan error) error {
+func (r *runner) stop(pid int, exited <-chan struct{}) {
 	signalGroup(pid, syscall.SIGTERM)
 	t := time.NewTimer(r.spec.Grace)
 	defer t.Stop()
 	select {
-	case err := <-waited:
-		return err
+	case <-exited:
+		return
 	case <-t.C:
 	}
 	signalGroup(pid, syscall.SIGKILL)
-	return <-waited
+	<-exited
 }
 
 // environ is the program's environment: the worker's, less mcpq's own
