@@ -18,6 +18,18 @@ need_redis_server() {
   command -v redis-server >/dev/null 2>&1 || { log "redis-server still missing after install"; exit 1; }
 }
 
+# need_python3: install Debian's python3 when it is not on PATH (the
+# command-tool examples in examples/commands are Python, standard library only).
+need_python3() {
+  if command -v python3 >/dev/null 2>&1; then return; fi
+  log "installing python3 from Debian"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 >/dev/null
+  command -v python3 >/dev/null 2>&1 || { log "python3 still missing after install"; exit 1; }
+}
+
 # free_port: print a TCP port nothing listens on at 127.0.0.1. It picks
 # below the kernel's ephemeral range, where client connections take ports.
 free_port() {

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
+	"github.com/mcpq/mcpq/worker/command"
 	"github.com/mcpq/mcpq/worker/toolpack/chaos"
 	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
@@ -129,12 +130,13 @@ func sharedFlags(fs *flag.FlagSet, lostAfter, maxTTL *time.Duration) {
 }
 
 // workerFlags registers the worker's flags, defaulted from the environment.
-func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures *string) {
+func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures, tools *string) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", envInt("MCPQ_CONCURRENCY", 10), "jobs run at once (env MCPQ_CONCURRENCY)")
 	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs (env MCPQ_TASK_CHECK_INTERVAL)")
 	fs.IntVar(&cfg.MaxLostDeliveries, "max-lost-deliveries", envInt("MCPQ_MAX_LOST_DELIVERIES", 3), "lost deliveries a task survives; one more ends it failed (env MCPQ_MAX_LOST_DELIVERIES)")
 	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance", "chaos" (env MCPQ_FIXTURES)`)
 	queueFlags(fs, cfg) // queues.go
+	fs.StringVar(tools, "tools", env("MCPQ_TOOLS", ""), "a YAML or JSON file of command tools to serve instead of the demo pack (env MCPQ_TOOLS; docs/tools.md)")
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -148,11 +150,23 @@ func splitList(v string) []string {
 	return out
 }
 
-// newWorker builds a worker serving the named fixture packs, then the demo pack.
-func newWorker(ctx context.Context, cfg worker.Config, fixtures string) (*worker.Worker, error) {
+// newWorker builds a worker serving the named fixture packs, then the
+// command tools of the tools file or, without one, the demo pack.
+func newWorker(ctx context.Context, cfg worker.Config, fixtures, tools string) (*worker.Worker, error) {
 	w, err := worker.New(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if tools != "" {
+		cmds, err := command.Load(tools, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range cmds {
+			if err := w.AddTool(ctx, t); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, name := range strings.Split(fixtures, ",") {
 		switch strings.TrimSpace(name) {
@@ -170,6 +184,9 @@ func newWorker(ctx context.Context, cfg worker.Config, fixtures string) (*worker
 		default:
 			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance, chaos)", name)
 		}
+	}
+	if tools != "" {
+		return w, nil
 	}
 	for _, t := range demo.Tools() {
 		if err := w.AddTool(ctx, t); err != nil {

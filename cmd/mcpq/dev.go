@@ -26,8 +26,8 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	fcfg := frontend.Config{Logger: log}
 	frontendFlags(fs, &fcfg)
 	wcfg := worker.Config{Logger: log}
-	var fixtures string
-	workerFlags(fs, &wcfg, &fixtures)
+	var fixtures, tools string
+	workerFlags(fs, &wcfg, &fixtures, &tools)
 	sharedFlags(fs, &wcfg.LostAfter, &wcfg.MaxTTL)
 	var auth authFlags
 	auth.register(fs)
@@ -65,7 +65,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	fcfg.Auth = auth2
 
-	w, err := newWorker(ctx, wcfg, fixtures)
+	w, err := newWorker(ctx, wcfg, fixtures, tools)
 	if err != nil {
 		return err
 	}

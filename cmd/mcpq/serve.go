@@ -100,8 +100,8 @@ func serveHTTP(ctx context.Context, log *slog.Logger, ln net.Listener, cfg front
 func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
 	cfg := worker.Config{Logger: log, Prefix: env("MCPQ_PREFIX", "")}
-	var fixtures string
-	workerFlags(fs, &cfg, &fixtures)
+	var fixtures, tools string
+	workerFlags(fs, &cfg, &fixtures, &tools)
 	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL)
 	var blobs blobFlags
 	blobs.register(fs, true)
@@ -117,7 +117,7 @@ func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer rdb.Close()
 	cfg.Redis = rdb
-	w, err := newWorker(ctx, cfg, fixtures)
+	w, err := newWorker(ctx, cfg, fixtures, tools)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,248 @@
+package command
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpq/mcpq/worker"
+)
+
+// fileKeys are the keys of one tool in a tools file.
+var fileKeys = []string{"name", "title", "description", "inputSchema", "command", "dir", "env",
+	"timeout", "grace", "policy", "ttl", "pollInterval", "queue"}
+
+// Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
+// its tools, ready for worker.New or Worker.AddTool. The file is an object
+// with one key, "tools", a list of tools; each tool has the keys of Spec
+// (docs/tools.md, "Command tools"): durations are strings such as "30s" or
+// "5m" ("ttl" may also be "unlimited"), and a relative "dir" is relative to
+// the file's folder, which is also the default. An error names the file,
+// the line, the tool and the field. log receives the handlers' logs (nil:
+// slog.Default()).
+func Load(path string, log *slog.Logger) ([]worker.Tool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tools file: %w", err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("tools file: %w", err)
+	}
+	return parse(data, path, dir, log)
+}
+
+// parse reads a tools file's bytes; name is the file for errors and dir
+// the folder relative paths start from.
+func parse(data []byte, name, dir string, log *slog.Logger) ([]worker.Tool, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("%s: empty: it needs a \"tools\" list", name)
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s:%d: the file is an object with a \"tools\" list", name, root.Line)
+	}
+	var list *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Value != "tools" {
+			return nil, fmt.Errorf("%s:%d: unknown key %q (the file has one key, \"tools\")", name, k.Line, k.Value)
+		}
+		list = v
+	}
+	if list == nil || list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
+		line := root.Line
+		if list != nil {
+			line = list.Line
+		}
+		return nil, fmt.Errorf("%s:%d: \"tools\" must be a list of at least one tool", name, line)
+	}
+	var tools []worker.Tool
+	seen := map[string]bool{}
+	for i, n := range list.Content {
+		where := fmt.Sprintf("%s:%d: tool %d", name, n.Line, i+1)
+		spec, err := decodeSpec(n, dir)
+		if spec.Name != "" {
+			where = fmt.Sprintf("%s:%d: tool %q", name, n.Line, spec.Name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		if seen[spec.Name] {
+			return nil, fmt.Errorf("%s: declared twice", where)
+		}
+		seen[spec.Name] = true
+		spec.Logger = log
+		if err := spec.check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		t, err := New(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// decodeSpec decodes one tool of a tools file. The name is decoded first,
+// so errors about later fields can name the tool.
+func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
+	var s Spec
+	if n.Kind != yaml.MappingNode {
+		return s, errors.New("not an object")
+	}
+	fields := map[string]*yaml.Node{}
+	var keyErr error
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		switch {
+		case keyErr != nil:
+		case !slices.Contains(fileKeys, k):
+			keyErr = fmt.Errorf("line %d: unknown field %q (known: %s)", n.Content[i].Line, k, strings.Join(fileKeys, ", "))
+		case fields[k] != nil:
+			keyErr = fmt.Errorf("line %d: field %s given twice", n.Content[i].Line, k)
+		}
+		fields[k] = n.Content[i+1]
+	}
+	if fields["name"] == nil {
+		return s, errors.New("field name: missing")
+	}
+	if err := scalar(fields["name"], &s.Name); err != nil {
+		return s, fmt.Errorf("field name: %w", err)
+	}
+	if keyErr != nil {
+		return s, keyErr
+	}
+	if fields["command"] == nil {
+		return s, errors.New("field command: missing (the program and its arguments, a list)")
+	}
+	for _, f := range []struct {
+		key string
+		to  *string
+	}{{"title", &s.Title}, {"description", &s.Description}, {"dir", &s.Dir}, {"queue", &s.Queue}} {
+		if v := fields[f.key]; v != nil {
+			if err := scalar(v, f.to); err != nil {
+				return s, fmt.Errorf("field %s: %w", f.key, err)
+			}
+		}
+	}
+	if v := fields["policy"]; v != nil {
+		var p string
+		if err := scalar(v, &p); err != nil {
+			return s, fmt.Errorf("field policy: %w", err)
+		}
+		s.Policy = worker.Policy(p)
+	}
+	if v := fields["command"]; v != nil {
+		if v.Kind != yaml.SequenceNode {
+			return s, fmt.Errorf("field command: line %d: a list of strings, not a %s (no shell parses it)", v.Line, kindName(v))
+		}
+		for _, item := range v.Content {
+			var a string
+			if err := scalar(item, &a); err != nil {
+				return s, fmt.Errorf("field command: %w", err)
+			}
+			s.Command = append(s.Command, a)
+		}
+	}
+	if v := fields["env"]; v != nil {
+		if v.Kind != yaml.MappingNode {
+			return s, fmt.Errorf("field env: line %d: an object of names to strings, not a %s", v.Line, kindName(v))
+		}
+		s.Env = map[string]string{}
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			var val string
+			if err := scalar(v.Content[i+1], &val); err != nil {
+				return s, fmt.Errorf("field env: %s: %w", v.Content[i].Value, err)
+			}
+			s.Env[v.Content[i].Value] = val
+		}
+	}
+	if v := fields["inputSchema"]; v != nil {
+		var schema any
+		if err := v.Decode(&schema); err != nil {
+			return s, fmt.Errorf("field inputSchema: %w", err)
+		}
+		b, err := json.Marshal(schema)
+		if err != nil {
+			return s, fmt.Errorf("field inputSchema: line %d: not JSON-compatible: %v", v.Line, err)
+		}
+		s.InputSchema = b
+	}
+	for _, f := range []struct {
+		key string
+		to  *time.Duration
+	}{{"timeout", &s.Timeout}, {"grace", &s.Grace}, {"ttl", &s.TTL}, {"pollInterval", &s.PollInterval}} {
+		if v := fields[f.key]; v != nil {
+			if err := duration(v, f.key == "ttl", f.to); err != nil {
+				return s, fmt.Errorf("field %s: %w", f.key, err)
+			}
+		}
+	}
+	switch {
+	case s.Dir == "":
+		s.Dir = dir
+	case !filepath.IsAbs(s.Dir):
+		s.Dir = filepath.Join(dir, s.Dir)
+	}
+	return s, nil
+}
+
+// scalar decodes a scalar node as its text.
+func scalar(n *yaml.Node, to *string) error {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return fmt.Errorf("line %d: a string, not a %s", n.Line, kindName(n))
+	}
+	*to = n.Value
+	return nil
+}
+
+// duration decodes a duration such as "30s"; "unlimited" is -1 where
+// allowed (a TTL).
+func duration(n *yaml.Node, unlimited bool, to *time.Duration) error {
+	var s string
+	if err := scalar(n, &s); err != nil {
+		return err
+	}
+	if unlimited && s == "unlimited" {
+		*to = -1
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		if unlimited {
+			return fmt.Errorf("line %d: %q is not a duration (like 30s, 5m or 2h) or \"unlimited\"", n.Line, s)
+		}
+		return fmt.Errorf("line %d: %q is not a duration (like 30s, 5m or 2h)", n.Line, s)
+	}
+	*to = d
+	return nil
+}
+
+// kindName names a node's kind for errors.
+func kindName(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		return "list"
+	case n.Kind == yaml.MappingNode:
+		return "object"
+	case n.Tag == "!!null":
+		return "null"
+	case n.Kind == yaml.AliasNode:
+		return "alias"
+	}
+	return "scalar"
+}
