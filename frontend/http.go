@@ -92,7 +92,10 @@ func parseRequest(body []byte, maxDepth int) (*proto.Request, error) {
 		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: JSON nested %d deep, more than %d", d, maxDepth)
 	}
 	var req proto.Request
-	if err := decodeJSON(body, &req); isSyntaxError(err) {
+	if err := decodeEnvelope(body, &req); isSyntaxError(err) {
+		if json.Valid(body) { // valid JSON (RFC 8259 only says names SHOULD be unique): a duplicate name
+			return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: duplicate member name in an object")
+		}
 		return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
 	} else if err != nil {
 		// Salvage the id for the error response when it is readable.
