@@ -40,6 +40,10 @@ type Config struct {
 	// MaxLiveTasks caps each principal's tasks that have not ended; a call
 	// past it gets HTTP 429 (default 1000; negative: no cap).
 	MaxLiveTasks int
+	// AuthRecheck is how often an open request (a listen stream, a held
+	// call) is authenticated again; one whose key was revoked ends with
+	// 401 (default 2s; negative: never).
+	AuthRecheck time.Duration
 	// MaxDepth bounds the nesting of a request body's JSON (default 64).
 	MaxDepth int
 	// StateKey is the HMAC key of MRTR requestState; every replica needs the
@@ -128,6 +132,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxDepth <= 0 {
 		c.MaxDepth = 64
+	}
+	if c.AuthRecheck == 0 {
+		c.AuthRecheck = 2 * time.Second
 	}
 	def(&c.SyncBudget, 500*time.Millisecond)
 	def(&c.SyncWaitLimit, 5*time.Minute)

@@ -52,6 +52,8 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 		return nil, withStatus(proto.NewError(proto.CodeInvalidRequest,
 			"subscriptions/listen answers a text/event-stream: the Accept header must allow it"), http.StatusNotAcceptable)
 	}
+	ctx, stopWatch := s.watchAuth(ctx, c)
+	defer stopWatch()
 	events := make(chan listenEvent, 64)
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -177,7 +179,7 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 		case <-s.draining:
 			return &proto.Ack{ResultBase: proto.ResultBase{Meta: proto.ResultMeta{proto.MetaSubscriptionID: c.req.ID}}}, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, endedBy(ctx)
 		}
 	}
 }

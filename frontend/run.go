@@ -172,6 +172,8 @@ func (s *Server) deliverAnswers(ctx context.Context, ref taskstate.Ref, inv invo
 // by its events (it does not poll); it relays the task's notifications to
 // the request meanwhile and returns the record as it is then.
 func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration) (*taskstate.Record, error) {
+	ctx, stopWatch := s.watchAuth(ctx, c)
+	defer stopWatch()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	var keepAlive <-chan time.Time
@@ -202,9 +204,10 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 		case <-keepAlive:
 			c.resp.keepAlive()
 		case <-ctx.Done():
-			// The client went away: nobody can receive this call's answer.
+			// The client went away, or its key was revoked: nobody can
+			// receive this call's answer.
 			_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
-			return nil, ctx.Err()
+			return nil, endedBy(ctx)
 		}
 	}
 }

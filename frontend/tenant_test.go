@@ -5,13 +5,19 @@ package frontend_test
 // the lower findings. Each test fails on the code before its fix.
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
 )
 
 // TestTenantDuplicateNames: a body with a duplicate member name anywhere
@@ -89,4 +95,80 @@ func TestTenantUpdateBounded(t *testing.T) {
 		mustMatch(t, update(id, frontend.MaxInputResponses, 0), 200, `{"result":{"resultType":"complete"}}`)
 		e.enq.nextJob(t) // both answered: resumed
 	})
+}
+
+// TestTenantRevocationEndsLongRequests: revoking a managed key ends that
+// key's open listen stream on one front end and its held synchronous call
+// on another with a 401 error, and cancels the held call's task (finding
+// 3). Before the fix both stayed open until their own end.
+func TestTenantRevocationEndsLongRequests(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		recheck := func(c *frontend.Config) { c.AuthRecheck = 100 * time.Millisecond }
+		e1, e2 := newKeyEnv(t, b, recheck), newKeyEnv(t, b, recheck)
+		e2.enq.setHold(true) // the held call's task never runs
+		fe1, fe2 := httptest.NewServer(e1.h), httptest.NewServer(e2.h)
+		defer fe1.Close()
+		defer fe2.Close()
+		key, info, err := e1.store.CreateKey(context.Background(), "carol")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+		defer cancel()
+		auth := http.Header{"Authorization": {"Bearer " + key}}
+		l, err := (&client.Client{URL: fe1.URL + "/mcp", Header: auth}).Listen(ctx, map[string]any{"toolsListChanged": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := <-l.C; m.Method != proto.NotifySubscribed {
+			t.Fatalf("listen opened with %+v", m)
+		}
+		held := make(chan error, 1)
+		go func() { // a client without the Tasks extension: the call is held until the task ends
+			_, err := (&client.Client{URL: fe2.URL + "/mcp", Header: auth}).CallTool(ctx, toolSlow, map[string]any{"name": "x"})
+			held <- err
+		}()
+		j := e2.enq.nextJob(t) // the held call's task exists
+		if err := e1.store.RevokeKey(context.Background(), info.ID); err != nil {
+			t.Fatal(err)
+		}
+		revokedAt := time.Now()
+		const want = "Unauthorized: the API key was revoked"
+		var last client.Message
+		for m := range l.C {
+			last = m
+			if m.Method != "" && m.Method != proto.NotifyToolsListChanged {
+				t.Errorf("after the revocation the stream delivered %+v", m)
+			}
+		}
+		if last.Error == nil || last.Error.Message != want {
+			t.Errorf("listen stream ended with %+v, want the error %q", last, want)
+		}
+		t.Logf("listen stream ended %s after the revocation", time.Since(revokedAt).Round(time.Millisecond))
+		select {
+		case err := <-held:
+			var re *client.RPCError
+			if !errors.As(err, &re) || re.HTTPStatus != http.StatusUnauthorized || re.RPC.Message != want {
+				t.Errorf("held call ended with %v, want HTTP 401 %q", err, want)
+			}
+		case <-ctx.Done():
+			t.Fatal("the held call did not end")
+		}
+		waitUntil(t, "the held call's task is cancelled", func() bool {
+			rec, err := e2.store.Get(context.Background(), j.Ref)
+			return err == nil && rec.CancelRequested
+		})
+	})
+}
+
+// waitUntil polls cond until it holds, failing after waitBound.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, waitBound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
