@@ -40,6 +40,11 @@ type Config struct {
 	// MaxLiveTasks caps each principal's tasks that have not ended; a call
 	// past it gets HTTP 429 (default 1000; negative: no cap).
 	MaxLiveTasks int
+	// MaxListenStreams caps each principal's open subscriptions/listen
+	// streams on one front end; past it a listen gets HTTP 429 (default 16;
+	// negative: no cap). Across N front ends a principal holds at most
+	// N × MaxListenStreams.
+	MaxListenStreams int
 	// AuthRecheck is how often an open request (a listen stream, a held
 	// call) is authenticated again; one whose key was revoked ends with
 	// 401 (default 2s; negative: never).
@@ -132,6 +137,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxDepth <= 0 {
 		c.MaxDepth = 64
+	}
+	if c.MaxListenStreams == 0 {
+		c.MaxListenStreams = 16
 	}
 	if c.AuthRecheck == 0 {
 		c.AuthRecheck = 2 * time.Second

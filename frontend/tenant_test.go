@@ -6,6 +6,7 @@ package frontend_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -171,4 +172,81 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestTenantListenBounded: a listen names at most MaxListenTasks distinct
+// task ids (repeats count once and are read once), and a principal holds
+// at most MaxListenStreams open streams per front end (finding 5).
+func TestTenantListenBounded(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newKeyEnv(t, b, func(c *frontend.Config) { c.MaxListenStreams = 2 })
+		e.enq.setHold(true)
+		fe := httptest.NewServer(e.h)
+		defer fe.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+		defer cancel()
+		alice := &client.Client{URL: fe.URL + "/mcp", Tasks: true, Header: http.Header{"Authorization": {"Bearer " + keyAlice}}}
+		var ids []string
+		for range 3 {
+			ids = append(ids, e.createAs(keyAlice, toolTaskJob))
+			e.enq.nextJob(t)
+		}
+		var many []string
+		for i := range frontend.MaxListenTasks + 1 {
+			many = append(many, fmt.Sprintf("AAAAAAAAAAAAAAAAAAA%03d", i))
+		}
+		_, err := alice.Listen(ctx, map[string]any{"taskIds": many})
+		var re *client.RPCError
+		if !errors.As(err, &re) || re.RPC.Code != proto.CodeInvalidParams ||
+			re.RPC.Message != fmt.Sprintf("Invalid params: at most %d taskIds per subscription", frontend.MaxListenTasks) {
+			t.Fatalf("listen with %d ids: %v", len(many), err)
+		}
+		// The issue's probe named the same tasks many times over: each counts, and is read and shown, once.
+		var repeated []string
+		for range 200 {
+			repeated = append(repeated, ids...)
+		}
+		lctx, lcancel := context.WithCancel(ctx)
+		l1, err := alice.Listen(lctx, map[string]any{"taskIds": repeated})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack := <-l1.C
+		var acked struct {
+			Notifications struct {
+				TaskIDs []string `json:"taskIds"`
+			} `json:"notifications"`
+		}
+		if err := json.Unmarshal(ack.Params, &acked); err != nil || len(acked.Notifications.TaskIDs) != len(ids) {
+			t.Fatalf("acknowledgement %s (%v), want %d task ids", ack.Params, err, len(ids))
+		}
+		for range ids {
+			if m := <-l1.C; m.Method != proto.NotifyTasks {
+				t.Fatalf("got %+v, want the initial task states", m)
+			}
+		}
+		// A second stream is allowed, a third is not; closing one frees its place.
+		l2, err := alice.Listen(ctx, map[string]any{"toolsListChanged": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-l2.C
+		_, err = alice.Listen(ctx, map[string]any{"toolsListChanged": true})
+		if !errors.As(err, &re) || re.HTTPStatus != http.StatusTooManyRequests {
+			t.Fatalf("third listen: %v, want HTTP 429", err)
+		}
+		bob := &client.Client{URL: fe.URL + "/mcp", Header: http.Header{"Authorization": {"Bearer " + keyBob}}}
+		if _, err := bob.Listen(ctx, map[string]any{"toolsListChanged": true}); err != nil {
+			t.Fatalf("bob's listen: %v (alice's streams count against alice only)", err)
+		}
+		lcancel()
+		for range l1.C { // the stream ended
+		}
+		waitUntil(t, "a listen is accepted again", func() bool {
+			c, cc := context.WithCancel(ctx)
+			defer cc()
+			_, err := alice.Listen(c, map[string]any{"toolsListChanged": true})
+			return err == nil
+		})
+	})
 }
