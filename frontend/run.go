@@ -78,11 +78,16 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			}
 			defer sub.Close()
 		}
+		if s.cfg.MaxArgumentBytes > 0 && int64(len(inv.args)) > s.cfg.MaxArgumentBytes {
+			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: arguments are %d bytes, more than the %d allowed per call",
+				len(inv.args), s.cfg.MaxArgumentBytes)
+		}
 		caps, _ := encodeJSON(c.meta.ClientCapabilities)
 		if rec, err = s.create(ctx, taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: "Queued", Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
+			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
 		}, inv.def); err != nil {
 			return nil, err
 		}

@@ -250,3 +250,38 @@ func TestTenantListenBounded(t *testing.T) {
 		})
 	})
 }
+
+// TestTenantArgumentBytes: one call's arguments are bounded
+// (MaxArgumentBytes, -32602), and so are the argument bytes a principal's
+// live tasks hold in Redis together (MaxArgumentBytesHeld, 429); an ended
+// task gives its bytes back (finding 6).
+func TestTenantArgumentBytes(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newKeyEnv(t, b, func(c *frontend.Config) { c.MaxArgumentBytes, c.MaxArgumentBytesHeld = 2000, 3000 })
+		e.enq.setHold(true)
+		call := func(key string, n int) reply {
+			return e.send(key, rpc(1, proto.MethodToolsCall, metaTasks, map[string]any{"name": toolTaskJob,
+				"arguments": map[string]any{"name": strings.Repeat("a", n-len(`{"name":""}`))}}), nil)
+		}
+		mustMatch(t, call(keyAlice, 2001), 200,
+			`{"error":{"<exact>":true,"code":-32602,"message":"Invalid params: arguments are 2001 bytes, more than the 2000 allowed per call"}}`)
+		first := call(keyAlice, 1500)
+		mustMatch(t, first, 200, `{"result":{"resultType":"task"}}`)
+		mustMatch(t, call(keyAlice, 1500), 200, `{"result":{"resultType":"task"}}`)
+		e.enq.nextJob(t)
+		e.enq.nextJob(t)
+		keys := e.redisKeys()
+		const held = `{"id":1,"error":{"<exact>":true,"code":-32603,"message":"Limit reached: this principal's live tasks hold too many argument bytes; wait for some to end"}}`
+		mustMatch(t, call(keyAlice, 20), 429, held)
+		if got := e.redisKeys(); fmt.Sprint(keys) != fmt.Sprint(got) {
+			t.Errorf("a refused call wrote keys:\nbefore %v\nafter  %v", keys, got)
+		}
+		mustMatch(t, call(keyBob, 1500), 200, `{"result":{"resultType":"task"}}`) // bob has his own budget
+		e.enq.nextJob(t)
+		// A cancelled task gives its bytes back.
+		mustMatch(t, e.send(keyAlice, taskBody(proto.MethodTasksCncl, str(first.JSON, "result.taskId")), nil), 200, "")
+		mustMatch(t, call(keyAlice, 1500), 200, `{"result":{"resultType":"task"}}`)
+		e.enq.nextJob(t)
+		mustMatch(t, call(keyAlice, 20), 429, held)
+	})
+}

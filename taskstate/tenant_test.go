@@ -47,3 +47,36 @@ func TestListTasksSummaryOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestArgBytesReturned: the argument bytes of the owner's live tasks are
+// counted at create and given back however a task ends, and the count
+// goes when no task is live (finding 6).
+func TestArgBytesReturned(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		args := json.RawMessage(`{"a":"` + strings.Repeat("x", 100) + `"}`)
+		total := func() string {
+			return b.Client.HGet(ctx(t), e.s.Keys().ArgBytes(taskstate.OwnerTag(principal)), "total").Val()
+		}
+		one := e.create(t, taskstate.CreateParams{Arguments: args, MaxArgBytes: 250})
+		two := e.create(t, taskstate.CreateParams{Arguments: args, MaxArgBytes: 250})
+		if got := total(); got != "216" {
+			t.Fatalf("total %q after two creates of 108 bytes", got)
+		}
+		if _, err := e.s.Create(ctx(t), taskstate.CreateParams{Principal: principal, Tool: "echo", Arguments: args, MaxArgBytes: 250}); err != taskstate.ErrArgsLimit {
+			t.Fatalf("third create: %v, want ErrArgsLimit", err)
+		}
+		if err := e.s.Finish(ctx(t), one, e.claim(t, one), outcome(proto.StatusCompleted)); err != nil {
+			t.Fatal(err)
+		}
+		if got := total(); got != "108" {
+			t.Fatalf("total %q after one ended", got)
+		}
+		if err := e.s.RequestCancel(ctx(t), two); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.Client.Exists(ctx(t), e.s.Keys().ArgBytes(taskstate.OwnerTag(principal))).Val(); n != 0 {
+			t.Errorf("the argument bytes hash outlived the last live task (total %q)", total())
+		}
+	})
+}
