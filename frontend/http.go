@@ -38,7 +38,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 				"Request body exceeds %d bytes", s.cfg.MaxBodyBytes), http.StatusRequestEntityTooLarge))
 			return
 		}
-		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: %v", err), http.StatusBadRequest))
+		// The error names socket addresses: not for the client.
+		s.log.Debug("request body unreadable", "err", err)
+		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: the request body could not be read"), http.StatusBadRequest))
 		return
 	}
 	req, rerr := parseRequest(body, s.cfg.MaxDepth)
@@ -160,6 +162,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 			challenge += `, error="invalid_token"`
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
+		// Close after the answer, without reading the body: an
+		// unauthenticated client cannot hold the connection.
+		w.Header().Set("Connection", "close")
 		return "", withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized)
 	}
 	if s.cfg.RateLimit > 0 {

@@ -285,3 +285,76 @@ func TestTenantArgumentBytes(t *testing.T) {
 		mustMatch(t, call(keyAlice, 20), 429, held)
 	})
 }
+
+// errReader fails every read with an error that names socket addresses,
+// as a connection reset does.
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) {
+	return 0, errors.New("read tcp 127.0.0.1:8080->10.1.2.3:41234: connection reset by peer")
+}
+
+// TestTenantLowerFindings: the lower findings of the review (finding 7)
+// that a router test can show: the anonymous mode checks Host too (DNS
+// rebinding), every answer is no-store and nosniff, a 401 closes the
+// connection, and a body read error does not echo socket addresses.
+func TestTenantLowerFindings(t *testing.T) {
+	b := redistest.Mini(t)
+	anon := newEnv(t, b, nil)
+	keyed := newKeyEnv(t, b, nil)
+	discover := rpc(1, proto.MethodDiscover, metaPlain, nil)
+	send := func(e *env, method, target, host, body, key string) *http.Response {
+		t.Helper()
+		r := httptest.NewRequest(method, target, strings.NewReader(body))
+		r.Host = host
+		if body != "" {
+			r.Header = deriveHeaders([]byte(body))
+		}
+		bearer(r.Header, key)
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		return w.Result()
+	}
+	for _, host := range []string{"evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io"} {
+		for _, target := range []string{"/mcp", "/v1/tasks", "/v1/tasks/x"} {
+			method, body := http.MethodGet, ""
+			if target == "/mcp" {
+				method, body = http.MethodPost, discover
+			}
+			if res := send(anon, method, target, host, body, ""); res.StatusCode != http.StatusForbidden {
+				t.Errorf("anonymous %s %s with Host %s: HTTP %d, want 403", method, target, host, res.StatusCode)
+			}
+		}
+		// With a key the Host does not matter: a rebinding page has no key.
+		if res := send(keyed, http.MethodPost, "/mcp", host, discover, keyAlice); res.StatusCode != 200 {
+			t.Errorf("keyed request with Host %s: HTTP %d", host, res.StatusCode)
+		}
+	}
+	for _, host := range []string{"localhost", "localhost:8080", "127.0.0.1:9", "[::1]:8080"} {
+		res := send(anon, http.MethodPost, "/mcp", host, discover, "")
+		if res.StatusCode != 200 {
+			t.Errorf("anonymous request with Host %s: HTTP %d", host, res.StatusCode)
+		}
+		if res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("answer headers %v lack no-store/nosniff", res.Header)
+		}
+	}
+	if res := send(anon, http.MethodGet, "/v1/tasks", "localhost", "", ""); res.StatusCode != 200 ||
+		res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("GET /v1/tasks: HTTP %d, headers %v", res.StatusCode, res.Header)
+	}
+	// A 401 closes the connection: the client cannot keep it with a slow body.
+	res := send(keyed, http.MethodPost, "/mcp", "localhost", discover, "wrong")
+	if res.StatusCode != 401 || res.Header.Get("Connection") != "close" {
+		t.Errorf("401: HTTP %d, Connection %q, want close", res.StatusCode, res.Header.Get("Connection"))
+	}
+	// A body read error does not echo the socket addresses.
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", errReader{})
+	r.Header = deriveHeaders([]byte(discover))
+	w := httptest.NewRecorder()
+	anon.h.ServeHTTP(w, r)
+	if body := w.Body.String(); strings.Contains(body, "127.0.0.1") || strings.Contains(body, "10.1.2.3") ||
+		!strings.Contains(body, "Parse error: the request body could not be read") {
+		t.Errorf("body read error answered %s", body)
+	}
+}
