@@ -163,8 +163,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
 		// Close after the answer, without reading the body: an
-		// unauthenticated client cannot hold the connection.
+		// unauthenticated client cannot hold the connection. net/http
+		// drains up to 256 KiB of an unread body after the handler, so
+		// reads are made to fail at once (ErrNotSupported off a real
+		// connection, as under httptest, is ignored).
 		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		return "", withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized)
 	}
 	if s.cfg.RateLimit > 0 {
