@@ -89,7 +89,7 @@ func (e *env) createAs(key, tool string) string {
 
 // do sends any request through h and decodes a JSON answer.
 func do(ctx context.Context, h http.Handler, method, target string, body []byte, hdr http.Header) (reply, error) {
-	r := httptest.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
+	r := httptest.NewRequestWithContext(ctx, method, "http://localhost"+target, bytes.NewReader(body))
 	maps.Copy(r.Header, hdr)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)

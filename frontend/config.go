@@ -41,6 +41,22 @@ type Config struct {
 	// MaxLiveTasks caps each principal's tasks that have not ended; a call
 	// past it gets HTTP 429 (default 1000; negative: no cap).
 	MaxLiveTasks int
+	// MaxArgumentBytes bounds one call's arguments (JSON bytes); larger is
+	// -32602 (default 1 MiB; negative: only the body limit).
+	MaxArgumentBytes int64
+	// MaxArgumentBytesHeld caps the argument bytes each principal's live
+	// tasks hold in Redis together; a call past it gets HTTP 429 (default
+	// 64 MiB; negative: no cap).
+	MaxArgumentBytesHeld int64
+	// MaxListenStreams caps each principal's open subscriptions/listen
+	// streams on one front end; past it a listen gets HTTP 429 (default 16;
+	// negative: no cap). Across N front ends a principal holds at most
+	// N × MaxListenStreams.
+	MaxListenStreams int
+	// AuthRecheck is how often an open request (a listen stream, a held
+	// call) is authenticated again; one whose key was revoked ends with
+	// 401 (default 2s; negative: never).
+	AuthRecheck time.Duration
 	// MaxDepth bounds the nesting of a request body's JSON (default 64).
 	MaxDepth int
 	// StateKey is the HMAC key of MRTR requestState; every replica needs the
@@ -128,11 +144,23 @@ func (c *Config) setDefaults() error {
 	if c.RateLimit > 0 && c.RateBurst <= 0 {
 		c.RateBurst = max(1, int(2*c.RateLimit))
 	}
+	if c.MaxArgumentBytes == 0 {
+		c.MaxArgumentBytes = 1 << 20
+	}
+	if c.MaxArgumentBytesHeld == 0 {
+		c.MaxArgumentBytesHeld = 64 << 20
+	}
 	if c.MaxLiveTasks == 0 {
 		c.MaxLiveTasks = 1000
 	}
 	if c.MaxDepth <= 0 {
 		c.MaxDepth = 64
+	}
+	if c.MaxListenStreams == 0 {
+		c.MaxListenStreams = 16
+	}
+	if c.AuthRecheck == 0 {
+		c.AuthRecheck = 2 * time.Second
 	}
 	def(&c.SyncBudget, 500*time.Millisecond)
 	def(&c.SyncWaitLimit, 5*time.Minute)

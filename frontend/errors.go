@@ -65,6 +65,9 @@ func toRPC(err error) (*proto.Error, int) {
 	case errors.Is(err, taskstate.ErrLimit):
 		return proto.NewError(proto.CodeInternalError, "Limit reached: too many live tasks for this principal; wait for some to end"),
 			http.StatusTooManyRequests
+	case errors.Is(err, taskstate.ErrArgsLimit):
+		return proto.NewError(proto.CodeInternalError, "Limit reached: this principal's live tasks hold too many argument bytes; wait for some to end"),
+			http.StatusTooManyRequests
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		pe = proto.NewError(proto.CodeInternalError, "Internal error: request cancelled or timed out")
 	default:

@@ -84,7 +84,7 @@ func benchEachBackend(b *testing.B, asynqEnqueue bool, fn func(b *testing.B, s *
 
 // serve runs one request through the router and checks the answer.
 func (s *benchServer) serve(b *testing.B, method, name string, body []byte, want string) {
-	r := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", bytes.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	r.Header.Set("MCP-Protocol-Version", "2026-07-28")

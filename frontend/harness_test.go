@@ -339,7 +339,7 @@ type reply struct {
 // serve sends one HTTP request through the router.
 func (e *env) serve(ctx context.Context, method string, body []byte, h http.Header) reply {
 	e.t.Helper()
-	r := httptest.NewRequestWithContext(ctx, method, "/mcp", bytes.NewReader(body))
+	r := httptest.NewRequestWithContext(ctx, method, "http://localhost/mcp", bytes.NewReader(body))
 	for k, vs := range h {
 		for _, v := range vs {
 			r.Header.Add(k, v)

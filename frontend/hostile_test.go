@@ -691,7 +691,7 @@ func FuzzHostile(f *testing.F) {
 		hdr := http.Header{}
 		switch route % 4 {
 		case 0, 1:
-			r = httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+			r = httptest.NewRequest(http.MethodPost, "http://localhost/mcp", bytes.NewReader(body))
 			hdr = deriveHeaders(body)
 			if name != "" {
 				hdr.Set("Mcp-Name", name)
@@ -700,10 +700,10 @@ func FuzzHostile(f *testing.F) {
 				hdr.Set("Content-Type", ctype)
 			}
 		case 2:
-			r = httptest.NewRequest(http.MethodGet, "/v1/tasks", nil)
+			r = httptest.NewRequest(http.MethodGet, "http://localhost/v1/tasks", nil)
 			r.URL.RawQuery = target
 		case 3:
-			r = httptest.NewRequest(http.MethodGet, "/v1/tasks/x", nil)
+			r = httptest.NewRequest(http.MethodGet, "http://localhost/v1/tasks/x", nil)
 			r.URL.Path = "/v1/tasks/" + target
 		}
 		if auth != "" {

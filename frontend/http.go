@@ -38,7 +38,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 				"Request body exceeds %d bytes", s.cfg.MaxBodyBytes), http.StatusRequestEntityTooLarge))
 			return
 		}
-		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: %v", err), http.StatusBadRequest))
+		// The error names socket addresses: not for the client.
+		s.log.Debug("request body unreadable", "err", err)
+		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: the request body could not be read"), http.StatusBadRequest))
 		return
 	}
 	req, rerr := parseRequest(body, s.cfg.MaxDepth)
@@ -92,7 +94,10 @@ func parseRequest(body []byte, maxDepth int) (*proto.Request, error) {
 		return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: JSON nested %d deep, more than %d", d, maxDepth)
 	}
 	var req proto.Request
-	if err := decodeJSON(body, &req); isSyntaxError(err) {
+	if err := decodeEnvelope(body, &req); isSyntaxError(err) {
+		if json.Valid(body) { // valid JSON (RFC 8259 only says names SHOULD be unique): a duplicate name
+			return nil, proto.NewError(proto.CodeInvalidRequest, "Invalid Request: duplicate member name in an object")
+		}
 		return nil, proto.NewError(proto.CodeParseError, "Parse error: body is not valid JSON")
 	} else if err != nil {
 		// Salvage the id for the error response when it is readable.
@@ -157,6 +162,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 			challenge += `, error="invalid_token"`
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
+		// Close after the answer, without reading the body: an
+		// unauthenticated client cannot hold the connection. net/http
+		// drains up to 256 KiB of an unread body after the handler, so
+		// reads are made to fail at once (ErrNotSupported off a real
+		// connection, as under httptest, is ignored).
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		return "", withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized)
 	}
 	if s.cfg.RateLimit > 0 {

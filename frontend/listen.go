@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
@@ -19,8 +20,14 @@ type listenFilter struct {
 	TaskIDs               []string `json:"taskIds,omitempty"`
 }
 
-// maxListenTasks bounds the taskIds of one subscription.
-const maxListenTasks = 1000
+// Bounds of one subscription (docs/security.md): MaxListenTasks distinct
+// taskIds (each costs a SUBSCRIBE and one record read at the start, and the
+// stream holds the last state of each), MaxListenResources
+// resourceSubscriptions. Repeated ids count once.
+const (
+	MaxListenTasks     = 100
+	MaxListenResources = 100
+)
 
 // listenEvent is one event for a listen stream, from whichever channel.
 type listenEvent struct {
@@ -45,13 +52,25 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 	if len(f.TaskIDs) > 0 && !c.tasksDeclared() {
 		return nil, proto.MissingTasksExtension()
 	}
-	if len(f.TaskIDs) > maxListenTasks {
-		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d taskIds per subscription", maxListenTasks)
+	f.TaskIDs = slices.Compact(slices.Sorted(slices.Values(f.TaskIDs)))
+	if len(f.TaskIDs) > MaxListenTasks {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d taskIds per subscription", MaxListenTasks)
+	}
+	f.ResourceSubscriptions = slices.Compact(slices.Sorted(slices.Values(f.ResourceSubscriptions)))
+	if len(f.ResourceSubscriptions) > MaxListenResources {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d resourceSubscriptions per subscription", MaxListenResources)
 	}
 	if !c.resp.sseOK {
 		return nil, withStatus(proto.NewError(proto.CodeInvalidRequest,
 			"subscriptions/listen answers a text/event-stream: the Accept header must allow it"), http.StatusNotAcceptable)
 	}
+	release, err := s.listens.acquire(c.principal, s.cfg.MaxListenStreams)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ctx, stopWatch := s.watchAuth(ctx, c)
+	defer stopWatch()
 	events := make(chan listenEvent, 64)
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -117,6 +136,7 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 		Params: map[string]any{"_meta": subMeta, "notifications": honored}})
 	last := map[string]*taskstate.Record{} // by task id: the state the listener saw last
 	sendTask := func(rec *taskstate.Record) {
+		rec.Arguments, rec.Checkpoint, rec.Answers = nil, nil, nil // never shown: not kept for the stream's life
 		last[rec.Ref.ID] = rec
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTasks,
 			Params: taskNote{DetailedTask: rec.Detailed(), Meta: subMeta}})
@@ -152,7 +172,7 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 			case "resource":
 				switch {
 				case resync: // any subscribed resource may have changed meanwhile
-					for _, uri := range slices.Compact(slices.Sorted(slices.Values(f.ResourceSubscriptions))) {
+					for _, uri := range f.ResourceSubscriptions { // sorted, without repeats
 						send(proto.NotifyResourceUpdated, map[string]any{"uri": uri})
 					}
 				case slices.Contains(f.ResourceSubscriptions, ev.payload):
@@ -177,7 +197,7 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 		case <-s.draining:
 			return &proto.Ack{ResultBase: proto.ResultBase{Meta: proto.ResultMeta{proto.MetaSubscriptionID: c.req.ID}}}, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, endedBy(ctx)
 		}
 	}
 }
@@ -187,4 +207,34 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 type taskNote struct {
 	proto.DetailedTask
 	Meta map[string]any `json:"_meta"`
+}
+
+// listenCounts counts each principal's open listen streams on this front
+// end, for Config.MaxListenStreams.
+type listenCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// acquire counts one more stream of principal, or answers 429 at limit
+// (limit < 0: no cap).
+func (l *listenCounts) acquire(principal string, limit int) (func(), error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if limit >= 0 && l.n[principal] >= limit {
+		return nil, withStatus(proto.NewError(proto.CodeInternalError,
+			"Limit reached: at most %d open subscriptions/listen streams per principal on this server; close one", limit),
+			http.StatusTooManyRequests)
+	}
+	if l.n == nil {
+		l.n = map[string]int{}
+	}
+	l.n[principal]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.n[principal]--; l.n[principal] <= 0 {
+			delete(l.n, principal)
+		}
+	}, nil
 }

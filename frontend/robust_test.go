@@ -178,7 +178,7 @@ func TestRedisDown(t *testing.T) {
 	id := e.createTask(toolTaskJob)
 	get := func(path string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		e.h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://localhost"+path, nil))
 		return w
 	}
 	if w := get("/readyz"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"ready"`) {

@@ -17,7 +17,18 @@ func (s *Server) Handler() http.Handler {
 	r.Handle("/v1/tasks/{id}", s.checkOrigin(http.HandlerFunc(s.getMyTask))).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.serveReady).Methods(http.MethodGet)
-	return r
+	return private(r)
+}
+
+// private marks every answer as not for caches (answers carry one
+// principal's tasks and results) and not to be content-sniffed.
+func private(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
 }
 
 func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {

@@ -86,11 +86,16 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			}
 			defer sub.Close()
 		}
+		if s.cfg.MaxArgumentBytes > 0 && int64(len(inv.args)) > s.cfg.MaxArgumentBytes {
+			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: arguments are %d bytes, more than the %d allowed per call",
+				len(inv.args), s.cfg.MaxArgumentBytes)
+		}
 		caps, _ := encodeJSON(c.meta.ClientCapabilities)
 		if rec, err = s.create(ctx, taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
+			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
 		}, inv.def); err != nil {
 			return nil, err
 		}
@@ -187,6 +192,8 @@ func (s *Server) deliverAnswers(ctx context.Context, ref taskstate.Ref, inv invo
 // by its events (it does not poll); it relays the task's notifications to
 // the request meanwhile and returns the record as it is then.
 func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration) (*taskstate.Record, error) {
+	ctx, stopWatch := s.watchAuth(ctx, c)
+	defer stopWatch()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	var keepAlive <-chan time.Time
@@ -217,9 +224,10 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 		case <-keepAlive:
 			c.resp.keepAlive()
 		case <-ctx.Done():
-			// The client went away: nobody can receive this call's answer.
+			// The client went away, or its key was revoked: nobody can
+			// receive this call's answer.
 			_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
-			return nil, ctx.Err()
+			return nil, endedBy(ctx)
 		}
 	}
 }

@@ -24,6 +24,7 @@ type Server struct {
 	store      *taskstate.Store
 	hub        *taskstate.Hub
 	catalog    *catalog
+	listens    listenCounts // open listen streams per principal
 	log        *slog.Logger
 	resultMeta proto.ResultMeta
 	methods    map[string]method

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/proto"
@@ -114,19 +115,53 @@ func (s *Server) verifyState(raw, owner, bind string, now time.Time) (*requestSt
 	return &st, nil
 }
 
-// decodeResponses reads inputResponses: an object whose values are objects.
+// MaxInputResponses bounds the answers in one inputResponses object, and
+// MaxInputKeyBytes the length of each key: one tasks/update (or MRTR retry)
+// becomes one update.lua call of at most 2 × MaxInputResponses arguments
+// and as many HEXISTS, whatever the body holds (docs/security.md).
+const (
+	MaxInputResponses = 256
+	MaxInputKeyBytes  = 256
+)
+
+// decodeResponses reads inputResponses: an object whose values are objects,
+// at most MaxInputResponses of them. It stops reading at the first member
+// past the limit, so an oversized object costs no more than the limit.
 func decodeResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: inputResponses must be an object")
+	notObject := proto.NewError(proto.CodeInvalidParams, "Invalid params: inputResponses must be an object")
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, notObject
 	}
-	for k, v := range m {
-		if len(v) == 0 || v[0] != '{' {
+	m := map[string]json.RawMessage{}
+	for dec.PeekKind() != '}' {
+		if len(m) == MaxInputResponses {
+			return nil, proto.NewError(proto.CodeInvalidParams,
+				"Invalid params: inputResponses has more than %d entries (the limit per request)", MaxInputResponses)
+		}
+		name, err := dec.ReadToken()
+		if err != nil || name.Kind() != '"' {
+			return nil, notObject
+		}
+		k := name.String()
+		if len(k) > MaxInputKeyBytes {
+			return nil, proto.NewError(proto.CodeInvalidParams,
+				"Invalid params: an inputResponses key is longer than %d bytes", MaxInputKeyBytes)
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, notObject
+		}
+		if v.Kind() != '{' {
 			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: inputResponses[%q] must be an object", k)
 		}
+		m[k] = json.RawMessage(v.Clone())
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, notObject
 	}
 	return m, nil
 }

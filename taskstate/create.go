@@ -32,6 +32,11 @@ type CreateParams struct {
 	// MaxLive caps the owner's tasks that have not ended (0: no cap);
 	// Create answers ErrLimit at the cap.
 	MaxLive int
+	// MaxArgBytes caps the argument bytes the owner's live tasks hold
+	// together, these arguments included (0: no cap); Create answers
+	// ErrArgsLimit past it. The count is in Keys.ArgBytes, kept by
+	// create.lua and the scripts' shared ended() helper.
+	MaxArgBytes int64
 	// Job, when an enqueue was captured into it (CaptureJob), is sent in
 	// the same round trip, after the record. When the record is written but
 	// the job is not, Create returns the record and a *JobError. When the
@@ -76,9 +81,10 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	keys := []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.Tasks(ref.Owner)}
+	keys := []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.Tasks(ref.Owner),
+		s.keys.ArgBytes(ref.Owner)}
 	argv := []any{ms, p.Principal, p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt,
-		string(caps), ref.ID, deadline, p.MaxLive}
+		string(caps), ref.ID, deadline, p.MaxLive, p.MaxArgBytes}
 	var err, jobErr error
 	if p.Job.Captured() {
 		err, jobErr = s.runWithJob(ctx, p.Job, keys, argv...)

@@ -28,6 +28,9 @@ var (
 	ErrKeyReused = errors.New("taskstate: input request key already used")
 	// ErrLimit: the owner already has the allowed number of live tasks.
 	ErrLimit = errors.New("taskstate: too many live tasks")
+	// ErrArgsLimit: the owner's live tasks already hold the allowed
+	// argument bytes (CreateParams.MaxArgBytes).
+	ErrArgsLimit = errors.New("taskstate: live tasks hold too many argument bytes")
 )
 
 // NotOwned reports whether err says the writing delivery no longer owns
@@ -51,6 +54,7 @@ const (
 	codeExpired
 	codeKeyReused
 	codeLimit
+	codeArgsLimit
 )
 
 // scriptCodes is the one table of script return codes: the name scripts
@@ -69,6 +73,7 @@ var scriptCodes = [...]struct {
 	codeExpired:   {"EXPIRED", ErrExpired},
 	codeKeyReused: {"KEY_REUSED", ErrKeyReused},
 	codeLimit:     {"LIMIT", ErrLimit},
+	codeArgsLimit: {"ARGS_LIMIT", ErrArgsLimit},
 }
 
 // codeErr turns a script return code into a sentinel error.

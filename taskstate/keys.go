@@ -80,6 +80,11 @@ func (k Keys) Tasks(owner string) string { return k.Prefix + "{" + owner + "}:ta
 // createdAt), for the per-principal cap on live tasks. Type: sorted set.
 func (k Keys) Live(owner string) string { return k.Prefix + "{" + owner + "}:live" }
 
+// ArgBytes is the hash of the argument bytes one owner's live tasks hold:
+// field task id → bytes, and 'total'. The scripts' ended() helper derives
+// it from Live (the same name plus ":args"), so the two must stay in step.
+func (k Keys) ArgBytes(owner string) string { return k.Live(owner) + ":args" }
+
 // Held indexes one owner's tasks that a delivery holds (claimed, not yet
 // ended or parked): member task id, score when to look at it next (unix
 // ms): when its heartbeat would be lost-after old, or a cancel's grace

@@ -24,11 +24,18 @@ type ListOptions struct {
 
 // ListResult is one page of tasks, newest first.
 type ListResult struct {
-	// Tasks are the page's records.
+	// Tasks are the page's records, read with listFields only: enough for
+	// Record.Task, never arguments, results, checkpoints or input.
 	Tasks []*Record
 	// Next is the cursor of the following page; empty on the last page.
 	Next string
 }
+
+// listFields are the fields ListTasks reads of each record (HMGET): what
+// Record.Task and Record.Expired need, and the owner and tool. A listing never loads arguments,
+// results or checkpoints, so its cost does not grow with their size
+// (issue 13, finding 5; docs/security.md).
+var listFields = []string{"status", "statusMessage", "owner", "tool", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
 
 // ErrBadCursor: the cursor was not made by ListTasks.
 var ErrBadCursor = errors.New("taskstate: invalid cursor")
@@ -66,7 +73,7 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 		}
 		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, z := range batch {
-				p.HGetAll(ctx, s.keys.Task(Ref{Owner: owner, ID: z.Member.(string)}))
+				p.HMGet(ctx, s.keys.Task(Ref{Owner: owner, ID: z.Member.(string)}), listFields...)
 			}
 			return nil
 		})
@@ -78,7 +85,13 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 			if strconv.FormatInt(int64(z.Score), 10) == cursorScore && afterID != "" && id >= afterID {
 				continue // returned on the previous page
 			}
-			rec, ok := decodeRecord(Ref{Owner: owner, ID: id}, cmds[i].(*redis.MapStringStringCmd).Val())
+			f := make(map[string]string, len(listFields))
+			for j, v := range cmds[i].(*redis.SliceCmd).Val() {
+				if v, ok := v.(string); ok {
+					f[listFields[j]] = v
+				}
+			}
+			rec, ok := decodeRecord(Ref{Owner: owner, ID: id}, f)
 			if !ok || rec.Expired(now) || (o.Status != "" && rec.Status != o.Status) {
 				continue
 			}

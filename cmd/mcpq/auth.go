@@ -30,6 +30,7 @@ func (a *authFlags) staticKeys() (map[string]string, error) {
 	keys := map[string]string{}
 	for _, pair := range splitList(os.Getenv("MCPQ_API_KEYS")) {
 		p, k, ok := strings.Cut(pair, ":")
+		p, k = strings.TrimSpace(p), strings.TrimSpace(k) // "alice : key" is alice's key, not "alice "'s
 		if !ok || p == "" || k == "" {
 			return nil, fmt.Errorf(`MCPQ_API_KEYS: %q is not "principal:key"`, pair)
 		}

@@ -54,7 +54,7 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 
 // httpLimits are the HTTP server's limits.
 type httpLimits struct {
-	maxHeaderBytes                       int
+	maxHeaderBytes, maxConns             int
 	readHeaderTimeout, readTimeout, idle time.Duration
 }
 
@@ -63,6 +63,7 @@ func httpFlags(fs *flag.FlagSet) *httpLimits {
 	fs.IntVar(&h.maxHeaderBytes, "max-header-bytes", envInt("MCPQ_MAX_HEADER_BYTES", 64<<10), "largest request header block in bytes (env MCPQ_MAX_HEADER_BYTES)")
 	fs.DurationVar(&h.readHeaderTimeout, "read-header-timeout", envDuration("MCPQ_READ_HEADER_TIMEOUT", 10*time.Second), "time to read request headers (env MCPQ_READ_HEADER_TIMEOUT)")
 	fs.DurationVar(&h.readTimeout, "read-timeout", envDuration("MCPQ_READ_TIMEOUT", time.Minute), "time to read a whole request (env MCPQ_READ_TIMEOUT)")
+	fs.IntVar(&h.maxConns, "max-connections", envInt("MCPQ_MAX_CONNECTIONS", 4096), "most open client connections; more wait to be accepted, 0 = no limit (env MCPQ_MAX_CONNECTIONS)")
 	fs.DurationVar(&h.idle, "idle-timeout", envDuration("MCPQ_IDLE_TIMEOUT", 2*time.Minute), "keep-alive idle time (env MCPQ_IDLE_TIMEOUT)")
 	return h
 }
@@ -79,7 +80,7 @@ func serveHTTP(ctx context.Context, log *slog.Logger, ln net.Listener, cfg front
 	hs := &http.Server{Handler: srv.Handler(), MaxHeaderBytes: h.maxHeaderBytes,
 		ReadHeaderTimeout: h.readHeaderTimeout, ReadTimeout: h.readTimeout, IdleTimeout: h.idle}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(limitConnections(ln, h.maxConns)) }()
 	select {
 	case err := <-errc:
 		return err

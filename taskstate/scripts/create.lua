@@ -1,15 +1,21 @@
 -- create.lua: write a new task record in status "working".
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's deadline index
--- KEYS[4] the owner's task index (all sorted sets)
+-- KEYS[4] the owner's task index (all sorted sets)   KEYS[5] the owner's argument bytes (hash, see ended())
 -- ARGV[1] now (unix ms)   ARGV[2] owner principal   ARGV[3] tool   ARGV[4] arguments (JSON)
 -- ARGV[5] ttlMs ('' = unlimited)   ARGV[6] pollIntervalMs   ARGV[7] statusMessage
 -- ARGV[8] expire-at (unix ms, '' = no Redis expiry)   ARGV[9] client capabilities (JSON)
 -- ARGV[10] task id   ARGV[11] deadline (unix ms, '' = none)   ARGV[12] cap on live tasks (0 = none)
--- Returns OK, EXISTS when the id is taken, or LIMIT when the owner has the
--- cap of live tasks already; nothing is written then.
+-- ARGV[13] cap on the argument bytes of the owner's live tasks (0 = none)
+-- Returns OK, EXISTS when the id is taken, LIMIT when the owner has the
+-- cap of live tasks already, or ARGS_LIMIT when these arguments would take
+-- its live tasks' argument bytes past their cap; nothing is written then.
 if redis.call('EXISTS', KEYS[1]) == 1 then return EXISTS end
 if not allowed('', 'working') then return ILLEGAL end
 if tonumber(ARGV[12]) > 0 and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[12]) then return LIMIT end
+local argBytes = #ARGV[4]
+if tonumber(ARGV[13]) > 0 and tonumber(redis.call('HGET', KEYS[5], 'total') or '0') + argBytes > tonumber(ARGV[13]) then
+  return ARGS_LIMIT
+end
 -- Only what differs from a default is written: attempt, running and cancel
 -- read as 0, lastUpdatedAt as createdAt, ttlMs and caps as absent.
 local fields = {'status', 'working', 'statusMessage', ARGV[7], 'createdAt', ARGV[1],
@@ -20,5 +26,7 @@ redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[8] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[8]) end
 if ARGV[11] ~= '' then redis.call('ZADD', KEYS[3], ARGV[11], ARGV[10]) end
 redis.call('ZADD', KEYS[2], ARGV[1], ARGV[10])
+redis.call('HSET', KEYS[5], ARGV[10], argBytes)
+redis.call('HINCRBY', KEYS[5], 'total', argBytes)
 redis.call('ZADD', KEYS[4], ARGV[1], ARGV[10])
 return OK

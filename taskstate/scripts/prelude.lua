@@ -21,8 +21,20 @@ end
 -- arguments, the creating client's capabilities, the handler's checkpoint
 -- and which delivery held it when (KEYS[1], the record), which a finished
 -- task would otherwise keep for the rest of its TTL.
+-- It also returns the task's argument bytes to the owner's budget: the hash
+-- KEYS[2]..':args' (Keys.ArgBytes, in the owner's hash tag, so the same
+-- slot as KEYS[2]) holds each live task's argument bytes and their 'total';
+-- create.lua adds to it. When the live set is empty the hash goes, so a
+-- record Redis expired before the reaper saw it cannot leave bytes behind.
 local function ended(id)
+  local ab = KEYS[2] .. ':args'
+  local n = redis.call('HGET', ab, id)
+  if n then
+    redis.call('HDEL', ab, id)
+    redis.call('HINCRBY', ab, 'total', -tonumber(n))
+  end
   redis.call('ZREM', KEYS[2], id)
+  if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('DEL', ab) end
   redis.call('ZREM', KEYS[3], id)
   redis.call('HDEL', KEYS[1], 'arguments', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt')
 end
