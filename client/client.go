@@ -34,6 +34,9 @@ type Client struct {
 	Info *proto.Implementation
 	// Header is added to every request (e.g. Authorization).
 	Header http.Header
+	// Meta holds extra _meta entries sent on every request, such as a W3C
+	// "traceparent".
+	Meta map[string]any
 
 	nextID atomic.Int64
 }
@@ -64,6 +67,9 @@ func (c *Client) meta() map[string]any {
 	m := map[string]any{proto.MetaProtocolVersion: proto.ProtocolVersion, proto.MetaClientCapabilities: caps}
 	if c.Info != nil {
 		m[proto.MetaClientInfo] = c.Info
+	}
+	for k, v := range c.Meta {
+		m[k] = v
 	}
 	return m
 }

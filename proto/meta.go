@@ -22,6 +22,9 @@ const (
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 	MetaProgressToken      = "progressToken"
+	// MetaTraceparent and MetaTracestate carry a request's W3C trace context.
+	MetaTraceparent = "traceparent"
+	MetaTracestate  = "tracestate"
 )
 
 // Method names.
@@ -55,6 +58,11 @@ type RequestMeta struct {
 	LogLevel string `json:"io.modelcontextprotocol/logLevel,omitempty"`
 	// ProgressToken asks for notifications/progress on this request.
 	ProgressToken json.RawMessage `json:"progressToken,omitempty"`
+	// Traceparent is the optional W3C trace context of the request
+	// (traceparent header syntax); it takes precedence over the HTTP header.
+	Traceparent string `json:"traceparent,omitempty"`
+	// Tracestate is the optional W3C tracestate going with Traceparent.
+	Tracestate string `json:"tracestate,omitempty"`
 }
 
 // RequestParams is the part every request's params share.

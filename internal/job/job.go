@@ -1,6 +1,7 @@
 // Package job is the one contract of a task's asynq job, for the front end,
 // the worker (its runs, recovery and takeover) and the benchmarks: its
-// type, its payload (the task's Ref), its id (the task id and the job's
+// type, its payload (the task's Ref and the W3C traceparent of the request
+// that made it), its id (the task id and the job's
 // sequence number, Record.Resumes) and the options every enqueue uses.
 // asynq only delivers: the task record in Redis is the source of truth.
 package job
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -23,30 +26,78 @@ import (
 const Type = "mcpq:run"
 
 // Payload is the asynq payload for the task's job.
-func Payload(ref taskstate.Ref) []byte {
+func Payload(ref taskstate.Ref) []byte { return payload(ref, "") }
+
+// payload is the job payload: the Ref, and the W3C traceparent of the
+// request that made the job (tp) when there is one.
+func payload(ref taskstate.Ref, traceparent string) []byte {
 	if plain([]byte(ref.Owner)) && plain([]byte(ref.ID)) {
 		// What json.Marshal writes for names that need no escaping.
-		return []byte(`{"o":"` + ref.Owner + `","id":"` + ref.ID + `"}`)
+		if traceparent == "" {
+			return []byte(`{"o":"` + ref.Owner + `","id":"` + ref.ID + `"}`)
+		}
+		return []byte(`{"o":"` + ref.Owner + `","id":"` + ref.ID + `","tp":"` + traceparent + `"}`)
 	}
-	b, _ := json.Marshal(ref)
+	b, _ := json.Marshal(message{Ref: ref, TP: traceparent})
 	return b
 }
 
-// Decode reads a payload Payload made.
+// message is a payload read as JSON.
+type message struct {
+	taskstate.Ref
+	// TP is the W3C traceparent of the request that made the job.
+	TP string `json:"tp,omitempty"`
+}
+
+// Decode reads the Ref of a payload Payload or Enqueue made.
 func Decode(b []byte) (taskstate.Ref, error) {
-	// Payload writes {"o":"<owner tag>","id":"<id>"}, neither needing
-	// escapes: read that shape directly, anything else as JSON.
-	const pre, mid, post = `{"o":"`, `","id":"`, `"}`
+	m, err := decode(b)
+	return m.Ref, err
+}
+
+func decode(b []byte) (message, error) {
+	// Payload writes {"o":"<owner tag>","id":"<id>"} (Enqueue may add
+	// ,"tp":"<traceparent>"), none needing escapes: read that shape
+	// directly, anything else as JSON.
+	const pre, mid, tp, post = `{"o":"`, `","id":"`, `","tp":"`, `"}`
 	if rest, ok := bytes.CutPrefix(b, []byte(pre)); ok {
 		if owner, id, ok := bytes.Cut(rest, []byte(mid)); ok {
-			if id, ok := bytes.CutSuffix(id, []byte(post)); ok && plain(owner) && plain(id) {
-				return taskstate.Ref{Owner: string(owner), ID: string(id)}, nil
+			if id, ok := bytes.CutSuffix(id, []byte(post)); ok {
+				id, parent, _ := bytes.Cut(id, []byte(tp))
+				if plain(owner) && plain(id) && plain(parent) {
+					return message{Ref: taskstate.Ref{Owner: string(owner), ID: string(id)}, TP: string(parent)}, nil
+				}
 			}
 		}
 	}
-	var r taskstate.Ref
-	err := json.Unmarshal(b, &r)
-	return r, err
+	var m message
+	err := json.Unmarshal(b, &m)
+	return m, err
+}
+
+// traceContext reads and writes W3C traceparent values.
+var traceContext = propagation.TraceContext{}
+
+// traceparent is the W3C traceparent of ctx's span, or "" without one.
+func traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	traceContext.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// Trace returns ctx carrying, as its remote parent span, the trace
+// context of the request that enqueued the job (Enqueue puts the span of
+// its ctx in the payload); ctx as is when the payload has none or an
+// invalid one.
+func Trace(ctx context.Context, payload []byte) context.Context {
+	m, err := decode(payload)
+	if err != nil || m.TP == "" {
+		return ctx
+	}
+	return traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": m.TP})
 }
 
 // plain reports whether b stands in a JSON string as is, exactly as
@@ -104,12 +155,13 @@ type Enqueuer interface {
 }
 
 // Enqueue puts job number seq of ref on queue (an asynq queue name, which
-// carries mcpq's prefix: taskstate.Keys.Queue). maxTTL is the longest a
+// carries mcpq's prefix: taskstate.Keys.Queue). The trace context of ctx's
+// span, if any, goes in the payload (Trace reads it back). maxTTL is the longest a
 // task may live: asynq's timeout is only a backstop, the record's TTL and
 // heartbeats are what stop a job. A job already there (the same id) is a
 // harmless conflict and answers nil.
 func Enqueue(ctx context.Context, enq Enqueuer, ref taskstate.Ref, seq int64, queue string, maxTTL time.Duration) error {
-	_, err := enq.EnqueueContext(ctx, asynq.NewTask(Type, Payload(ref)), asynq.TaskID(ID(ref, seq)),
+	_, err := enq.EnqueueContext(ctx, asynq.NewTask(Type, payload(ref, traceparent(ctx))), asynq.TaskID(ID(ref, seq)),
 		asynq.Queue(queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(maxTTL+time.Minute))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil
