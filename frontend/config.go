@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpq/mcpq/objstore"
 	"github.com/mcpq/mcpq/proto"
@@ -108,6 +110,13 @@ type Config struct {
 	// (worker.Config.Blobs.Store); resources/read serves them from it to
 	// their task's owner. Nil: such reads answer "Resource not found".
 	Blobs objstore.Store
+	// Metrics is the registry the server's collectors join and /metrics
+	// serves (default: a new registry of its own). mcpq dev gives the front
+	// end and the worker one registry, so one /metrics shows both.
+	Metrics *prometheus.Registry
+	// TracerProvider makes the request spans (default: spans are not
+	// recorded, though a client's trace context still reaches the jobs).
+	TracerProvider trace.TracerProvider
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the server's logs (default slog.Default()).
@@ -173,6 +182,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = prometheus.NewRegistry()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = defaultTracer()
 	}
 	return nil
 }

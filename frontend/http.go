@@ -60,6 +60,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	res, err := s.dispatch(c)
 	if err != nil {
 		pe, status := toRPC(err)
+		noteError(w, pe.Code)
 		switch {
 		case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
 			// The client went away (a closed listen stream, an abandoned
@@ -206,6 +207,7 @@ func (s *Server) dispatch(c *call) (any, error) {
 	if !ok {
 		return nil, proto.NewError(proto.CodeMethodNotFound, "Method not found: %s", c.req.Method)
 	}
+	noteMethod(c.resp.w, c.req.Method)
 	meta, names, err := checkMeta(c.req.Params)
 	if err != nil {
 		return nil, err
@@ -217,8 +219,11 @@ func (s *Server) dispatch(c *call) (any, error) {
 	if err := checkVersion(meta); err != nil {
 		return nil, err
 	}
-	res, err := m(c.httpReq.Context(), c)
+	ctx, span := s.startSpan(c.httpReq.Context(), c)
+	defer span.End()
+	res, err := m(ctx, c)
 	if err != nil {
+		endSpan(span, err)
 		return nil, err
 	}
 	return s.withMeta(res), nil
@@ -268,6 +273,7 @@ type rawResult map[string]json.RawMessage
 // writeError answers a request that never reached dispatch.
 func (s *Server) writeError(w http.ResponseWriter, id json.RawMessage, err error) {
 	pe, status := toRPC(err)
+	noteError(w, pe.Code)
 	setRetryAfter(w.Header(), status)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

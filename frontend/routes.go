@@ -8,15 +8,17 @@ import (
 
 // Handler returns the HTTP routes: POST /mcp (405 for other methods),
 // GET /v1/tasks and /v1/tasks/{id} (the caller's own tasks), GET /healthz
-// (liveness) and GET /readyz (readiness: Redis and the catalog answer).
+// (liveness), GET /readyz (readiness: Redis and the catalog answer) and
+// GET /metrics (Prometheus; observe.go).
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
-	r.Handle("/mcp", s.checkOrigin(http.HandlerFunc(s.serveMCP))).Methods(http.MethodPost)
+	r.Handle("/mcp", s.observe(s.checkOrigin(http.HandlerFunc(s.serveMCP)))).Methods(http.MethodPost)
 	r.HandleFunc("/mcp", methodNotAllowed)
 	r.Handle("/v1/tasks", s.checkOrigin(http.HandlerFunc(s.listMyTasks))).Methods(http.MethodGet)
 	r.Handle("/v1/tasks/{id}", s.checkOrigin(http.HandlerFunc(s.getMyTask))).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.serveReady).Methods(http.MethodGet)
+	r.Handle("/metrics", s.serveMetrics()).Methods(http.MethodGet)
 	return private(r)
 }
 

@@ -99,6 +99,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		}, inv.def); err != nil {
 			return nil, err
 		}
+		s.metrics.created.WithLabelValues(inv.def.Key()).Inc()
 		if handOut {
 			return createTaskResult(rec), nil
 		}

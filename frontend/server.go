@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -26,6 +27,8 @@ type Server struct {
 	catalog    *catalog
 	listens    listenCounts // open listen streams per principal
 	log        *slog.Logger
+	metrics    *metrics
+	tracer     trace.Tracer
 	resultMeta proto.ResultMeta
 	methods    map[string]method
 	// captureJobs: the enqueuer is the default asynq client on a
@@ -98,6 +101,8 @@ func New(cfg Config) (*Server, error) {
 		proto.MethodResourcesRead:      s.readResource,
 		proto.MethodComplete:           s.complete,
 	}
+	s.metrics = newMetrics(cfg.Metrics, s.methods)
+	s.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/frontend")
 	return s, nil
 }
 

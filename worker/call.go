@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -64,6 +66,8 @@ func (c *Call) Step(ctx context.Context, fn func(ctx context.Context) error) err
 	if err := c.check(ctx); err != nil {
 		return err
 	}
+	ctx, span := c.worker.tracer.Start(ctx, "mcpq.step")
+	defer span.End()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -75,7 +79,11 @@ func (c *Call) Step(ctx context.Context, fn func(ctx context.Context) error) err
 	}()
 	err := fn(sctx)
 	if c.cancelRequested() {
+		span.SetStatus(codes.Error, "cancelled")
 		return ErrCancelled
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 	}
 	return err
 }
@@ -93,7 +101,11 @@ func (c *Call) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.stateErr(c.store.Heartbeat(ctx, c.ref, c.Attempt))
+	err := c.store.Heartbeat(ctx, c.ref, c.Attempt)
+	if err == nil || errors.Is(err, taskstate.ErrCancelled) {
+		c.worker.metrics.heartbeats.Inc()
+	}
+	return c.stateErr(err)
 }
 
 func (c *Call) cancelRequested() bool {

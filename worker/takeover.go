@@ -43,6 +43,8 @@ func (w *Worker) takeover(ctx context.Context, client *asynq.Client) {
 			}
 			healthySince = time.Time{}
 		}
+		w.metrics.takeovers.WithLabelValues(takeoverCancelled).Add(float64(stats.Cancelled))
+		w.metrics.takeovers.WithLabelValues(takeoverFailed).Add(float64(stats.Failed))
 		if stats.Cancelled > 0 || stats.Failed > 0 {
 			w.log.Info("takeover scan ended tasks", "cancelled", stats.Cancelled, "failedAfterLostDeliveries", stats.Failed)
 		}
@@ -77,6 +79,7 @@ func (w *Worker) rerun(ctx context.Context, client *asynq.Client, taken []taskst
 		if err := w.enqueueJob(ctx, client, tb.Ref, queue, tb.Seq); err != nil {
 			return err
 		}
+		w.metrics.takeovers.WithLabelValues(takeoverRerun).Inc()
 		w.log.Warn("took a task back from a lost worker", "task", tb.Ref.ID, "tool", tb.Tool,
 			"lastHeartbeat", tb.Heartbeat, "lostDeliveries", tb.Lost, "job", job.ID(tb.Ref, tb.Seq))
 	}

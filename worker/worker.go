@@ -12,7 +12,11 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
@@ -77,6 +81,12 @@ type Config struct {
 	// Blobs says where result blocks too large for the task record go
 	// (default: nowhere, they stay inline; worker/blobs.go).
 	Blobs BlobConfig
+	// Metrics is the registry the worker's collectors join and Handler's
+	// /metrics serves (default: a new registry of its own).
+	Metrics *prometheus.Registry
+	// TracerProvider makes the spans of runs and steps, children of the
+	// span of the request that enqueued the job (default: none recorded).
+	TracerProvider trace.TracerProvider
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the worker's logs (default slog.Default()).
@@ -85,9 +95,11 @@ type Config struct {
 
 // Worker runs tools (and prompts, resources, completions) for tasks.
 type Worker struct {
-	cfg   Config
-	store *taskstate.Store
-	log   *slog.Logger
+	cfg     Config
+	store   *taskstate.Store
+	log     *slog.Logger
+	metrics *metrics
+	tracer  trace.Tracer
 
 	mu      sync.Mutex
 	entries map[string]*entry // by ToolDef.Key
@@ -156,10 +168,18 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = defaultTracer()
+	}
 	cfg.Blobs.setDefaults(cfg.MaxTTL)
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
-		jobs:  map[string]map[int64]func(){},
-		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter})}
+		jobs:   map[string]map[int64]func(){},
+		store:  taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter}),
+		tracer: cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")}
+	w.metrics = newMetrics(cfg.Metrics, w)
 	for _, t := range tools {
 		e, err := toolEntry(t)
 		if err != nil {
@@ -260,6 +280,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			if n, err := w.reap(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("reap expired tasks", "err", err)
 			} else if n > 0 {
+				w.metrics.expired.Add(float64(n))
 				w.log.Info("reaped expired tasks", "count", n)
 			}
 		case <-rescue.C:
@@ -376,6 +397,17 @@ func (w *Worker) sweep(ctx context.Context) {
 // an error only when the job should be delivered again (Redis unreachable,
 // worker shutting down).
 func (w *Worker) process(ctx context.Context, jobID string, payload []byte) error {
+	ctx, span := w.tracer.Start(job.Trace(ctx, payload), "mcpq.run", trace.WithSpanKind(trace.SpanKindConsumer))
+	defer span.End()
+	err := w.runJob(ctx, span, jobID, payload)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
+}
+
+// runJob is process inside the run's span.
+func (w *Worker) runJob(ctx context.Context, span trace.Span, jobID string, payload []byte) error {
 	ref, err := job.Decode(payload)
 	if err != nil {
 		w.log.Error("undecodable job payload dropped", "err", err)
@@ -396,13 +428,25 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 		return err
 	}
 	rec := claim.Record
+	if claim.Attempt == 1 && rec.Resumes == 0 && !rec.CreatedAt.IsZero() {
+		w.metrics.pickup.Observe(w.store.Now().Sub(rec.CreatedAt).Seconds())
+	}
+	span.SetAttributes(attribute.String("mcpq.task_id", ref.ID), attribute.String("mcpq.tool", rec.Tool),
+		attribute.Int64("mcpq.attempt", claim.Attempt))
+	w.metrics.running.Inc()
+	defer w.metrics.running.Dec()
 	// Built only when something is logged: With formats its attributes at once.
-	log := func() *slog.Logger { return w.log.With("task", ref.ID, "tool", rec.Tool, "attempt", claim.Attempt) }
+	log := func() *slog.Logger {
+		return w.log.With("task", ref.ID, "tool", rec.Tool, "attempt", claim.Attempt, traceAttr(ctx))
+	}
 	cancel := make(chan struct{})
 	var cancelOnce sync.Once
+	var cancelSeen atomic.Int64 // unix ns the run learned of a cancel
 	runCtx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	requestCancel := func() { cancelOnce.Do(func() { close(cancel); stopRun(ErrCancelled) }) }
+	requestCancel := func() {
+		cancelOnce.Do(func() { cancelSeen.Store(time.Now().UnixNano()); close(cancel); stopRun(ErrCancelled) })
+	}
 	// A stop announced before track is caught by the first heartbeat (and
 	// Step checks the record's cancel flag and TTL).
 	stopWatch, checkNow := w.watch(runCtx, ref, claim.Attempt, requestCancel, stopRun)
@@ -431,6 +475,7 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 			// Parked: the task waits for input whatever the handler made
 			// of the parking error (a handler that turned it into a
 			// result must not complete the task over its pending input).
+			w.metrics.inputWaits.WithLabelValues(rec.Tool).Inc()
 			log().Debug("task parked for input")
 			return nil
 		}
@@ -445,7 +490,20 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 		out = outcome(e, res, herr, call.cancelRequested())
 	}
 	// The outcome is written with a fresh context: a cancel stopped runCtx.
+	decided := time.Now()
 	err = w.finish(context.WithoutCancel(ctx), ref, claim.Attempt, out)
+	if err == nil || errors.Is(err, taskstate.ErrCancelled) {
+		status := out.Status
+		if err != nil {
+			status = proto.StatusCancelled
+		}
+		seen := decided // a cancel found by a step's check ended the run at once
+		if ns := cancelSeen.Load(); ns != 0 {
+			seen = time.Unix(0, ns)
+		}
+		w.metrics.finished(rec.Tool, status, rec.CreatedAt, w.store.Now(), seen, time.Now())
+		span.SetAttributes(attribute.String("mcpq.status", string(status)))
+	}
 	switch {
 	case errors.Is(err, taskstate.ErrCancelled):
 		log().Info("cancel acknowledged before the outcome: task ended cancelled", "outcome", out.Status)
@@ -549,6 +607,9 @@ func (w *Worker) watch(ctx context.Context, ref taskstate.Ref, attempt int64,
 			return
 		}
 		err := w.store.Heartbeat(ctx, ref, attempt)
+		if err == nil || errors.Is(err, taskstate.ErrCancelled) {
+			w.metrics.heartbeats.Inc()
+		}
 		switch {
 		case errors.Is(err, taskstate.ErrCancelled):
 			requestCancel()

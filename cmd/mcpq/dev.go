@@ -58,6 +58,14 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 	fcfg.Redis, wcfg.Redis = rdb, rdb
+	reg := newRegistry() // one /metrics, on the front end, shows both
+	fcfg.Metrics, wcfg.Metrics = reg, reg
+	tp, stopTracing, err := tracing(ctx, log, "mcpq-dev")
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	fcfg.TracerProvider, wcfg.TracerProvider = tp, tp
 	fcfg.LostAfter, fcfg.MaxTTL = wcfg.LostAfter, wcfg.MaxTTL
 	auth2, err := auth.devAuth(rdb)
 	if err != nil {

@@ -41,6 +41,13 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	defer rdb.Close()
 	cfg.Redis = rdb
 	adviseRedis(ctx, log, rdb)
+	cfg.Metrics = newRegistry()
+	tp, stopTracing, err := tracing(ctx, log, "mcpq-frontend")
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	cfg.TracerProvider = tp
 	if cfg.Auth, err = auth.frontendAuth(rdb, cfg.Prefix); err != nil {
 		return err
 	}
@@ -97,7 +104,8 @@ func serveHTTP(ctx context.Context, log *slog.Logger, ln net.Listener, cfg front
 }
 
 // runWorker runs a worker until ctx is done. Shutdown order: stop taking
-// jobs, let running jobs finish (or re-queue them), close Redis.
+// jobs, let running jobs finish (or re-queue them), stop the metrics and
+// health endpoint, flush spans, close Redis.
 func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
 	cfg := worker.Config{Logger: log, Prefix: env("MCPQ_PREFIX", "")}
@@ -106,6 +114,10 @@ func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL)
 	var blobs blobFlags
 	blobs.register(fs, true)
+	// Off by default: several workers often share a host (tests, a dev
+	// machine); deploy/k8s sets :9090.
+	opsAddr := fs.String("metrics-addr", env("MCPQ_METRICS_ADDR", ""),
+		"address of the worker's /metrics, /healthz and /readyz, like :9090; empty for none (env MCPQ_METRICS_ADDR)")
 	_ = fs.Parse(args)
 	store, err := blobs.open(ctx)
 	if err != nil {
@@ -118,9 +130,21 @@ func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer rdb.Close()
 	cfg.Redis = rdb
+	cfg.Metrics = newRegistry()
+	tp, stopTracing, err := tracing(ctx, log, "mcpq-worker")
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	cfg.TracerProvider = tp
 	w, err := newWorker(ctx, cfg, fixtures, tools)
 	if err != nil {
 		return err
 	}
+	stopOps, err := serveOps(log, *opsAddr, w.Handler())
+	if err != nil {
+		return err
+	}
+	defer stopOps()
 	return w.Run(ctx)
 }
