@@ -46,7 +46,7 @@ const (
 	opsAsk   = "ops_ask"   // task: asks "q", then completes
 )
 
-func newOpsEnv(t *testing.T) *opsEnv {
+func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
 	t.Helper()
 	b := redistest.Mini(t)
 	logs := &syncLog{}
@@ -74,6 +74,7 @@ func newOpsEnv(t *testing.T) *opsEnv {
 		}},
 		{Name: opsAsk, Policy: worker.PolicyTask, Handler: askOnce},
 	}
+	tools = append(tools, extra...)
 	w, err := worker.New(worker.Config{Redis: b.Client, Prefix: b.Prefix,
 		TaskCheckInterval: 5 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
 		ShutdownTimeout: 2 * time.Second, Logger: log.With("proc", "worker"),

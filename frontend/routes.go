@@ -9,7 +9,8 @@ import (
 // Handler returns the HTTP routes: POST /mcp (405 for other methods),
 // GET /v1/tasks and /v1/tasks/{id} (the caller's own tasks), GET /healthz
 // (liveness), GET /readyz (readiness: Redis and the catalog answer) and
-// GET /metrics (Prometheus; observe.go).
+// GET /metrics (Prometheus; observe.go) and GET /dashboard/ (the task
+// dashboard; dashboard.go).
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.Handle("/mcp", s.observe(s.checkOrigin(http.HandlerFunc(s.serveMCP)))).Methods(http.MethodPost)
@@ -19,6 +20,8 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.serveReady).Methods(http.MethodGet)
 	r.Handle("/metrics", s.serveMetrics()).Methods(http.MethodGet)
+	r.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently)).Methods(http.MethodGet)
+	r.PathPrefix("/dashboard/").Handler(serveDashboard()).Methods(http.MethodGet)
 	return private(r)
 }
 

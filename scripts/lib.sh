@@ -30,6 +30,18 @@ need_python3() {
   command -v python3 >/dev/null 2>&1 || { log "python3 still missing after install"; exit 1; }
 }
 
+# need_chromium: install Debian's chromium (the dashboard's browser test,
+# e2e/dashboard_test.go, drives it headless) when it is missing.
+need_chromium() {
+  if command -v chromium >/dev/null 2>&1; then return; fi
+  log "installing chromium from Debian"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  command -v chromium >/dev/null 2>&1 || { log "chromium still missing after install"; exit 1; }
+}
+
 # free_port: print a TCP port nothing listens on at 127.0.0.1. It picks
 # below the kernel's ephemeral range, where client connections take ports.
 free_port() {
