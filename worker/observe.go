@@ -3,9 +3,9 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -150,14 +150,19 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	w.mu.Unlock()
 	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
+	known, err := insp.Queues()
+	if err != nil {
+		w.log.Warn("metrics: queues unreadable", "err", err)
+		return
+	}
 	deadline := time.Now().Add(queueScrapeTimeout)
 	for q := range queues {
 		if time.Now().After(deadline) {
 			return
 		}
-		info, err := insp.GetQueueInfo(w.store.Keys().Queue(q))
-		if errors.Is(err, asynq.ErrQueueNotFound) {
-			info, err = &asynq.QueueInfo{}, nil // no job was ever enqueued on it
+		info, err := &asynq.QueueInfo{}, error(nil) // a queue no job was ever put on
+		if name := w.store.Keys().Queue(q); slices.Contains(known, name) {
+			info, err = insp.GetQueueInfo(name)
 		}
 		if err != nil {
 			w.log.Warn("metrics: queue unreadable", "queue", q, "err", err)
