@@ -114,8 +114,8 @@ type Config struct {
 	// serves (default: a new registry of its own). mcpq dev gives the front
 	// end and the worker one registry, so one /metrics shows both.
 	Metrics *prometheus.Registry
-	// TracerProvider makes the request spans (default: spans are not
-	// recorded, though a client's trace context still reaches the jobs).
+	// TracerProvider makes the request spans (default nil: no span is
+	// made, though a client's trace context still reaches the jobs).
 	TracerProvider trace.TracerProvider
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
@@ -185,9 +185,6 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Metrics == nil {
 		c.Metrics = prometheus.NewRegistry()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = defaultTracer()
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // What an operator sees of a front end: Prometheus metrics on /metrics and
@@ -154,6 +153,9 @@ var traceContext = propagation.TraceContext{}
 
 // endSpan marks the request's span failed with the JSON-RPC error answered.
 func endSpan(span trace.Span, err error) {
+	if !span.IsRecording() {
+		return // toRPC is not free
+	}
 	pe, _ := toRPC(err)
 	span.SetAttributes(attribute.Int("rpc.jsonrpc.error_code", pe.Code))
 	span.SetStatus(codes.Error, pe.Message)
@@ -163,7 +165,8 @@ func endSpan(span trace.Span, err error) {
 // trace context: _meta.traceparent (with _meta.tracestate) when given,
 // else the traceparent header. The span context travels in the task's job
 // to the worker (internal/job), so the worker's run and steps join the
-// client's trace.
+// client's trace. Without a TracerProvider no span is made (nothing on the
+// hot path): the client's context alone is passed on.
 func (s *Server) startSpan(ctx context.Context, c *call) (context.Context, trace.Span) {
 	if c.meta.Traceparent != "" {
 		carrier := propagation.MapCarrier{"traceparent": c.meta.Traceparent}
@@ -173,6 +176,9 @@ func (s *Server) startSpan(ctx context.Context, c *call) (context.Context, trace
 		ctx = traceContext.Extract(ctx, carrier)
 	} else if c.httpReq.Header.Get("Traceparent") != "" {
 		ctx = traceContext.Extract(ctx, propagation.HeaderCarrier(c.httpReq.Header))
+	}
+	if s.tracer == nil {
+		return ctx, trace.SpanFromContext(ctx) // a non-recording span: End is a no-op
 	}
 	return s.tracer.Start(ctx, c.req.Method, trace.WithSpanKind(trace.SpanKindServer))
 }
@@ -184,7 +190,3 @@ func traceAttr(ctx context.Context) slog.Attr {
 	}
 	return slog.Attr{}
 }
-
-// defaultTracer is the tracer when none is configured: spans are not
-// recorded, but a client's trace context still passes through to jobs.
-func defaultTracer() trace.TracerProvider { return noop.NewTracerProvider() }

@@ -28,7 +28,7 @@ type Server struct {
 	listens    listenCounts // open listen streams per principal
 	log        *slog.Logger
 	metrics    *metrics
-	tracer     trace.Tracer
+	tracer     trace.Tracer // nil: tracing off
 	resultMeta proto.ResultMeta
 	methods    map[string]method
 	// captureJobs: the enqueuer is the default asynq client on a
@@ -102,7 +102,9 @@ func New(cfg Config) (*Server, error) {
 		proto.MethodComplete:           s.complete,
 	}
 	s.metrics = newMetrics(cfg.Metrics, s.methods)
-	s.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/frontend")
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/frontend")
+	}
 	return s, nil
 }
 

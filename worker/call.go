@@ -66,7 +66,7 @@ func (c *Call) Step(ctx context.Context, fn func(ctx context.Context) error) err
 	if err := c.check(ctx); err != nil {
 		return err
 	}
-	ctx, span := c.worker.tracer.Start(ctx, "mcpq.step")
+	ctx, span := c.worker.startSpan(ctx, "mcpq.step")
 	defer span.End()
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -82,7 +82,7 @@ func (c *Call) Step(ctx context.Context, fn func(ctx context.Context) error) err
 		span.SetStatus(codes.Error, "cancelled")
 		return ErrCancelled
 	}
-	if err != nil {
+	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	return err

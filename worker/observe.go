@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/mcpq/mcpq/proto"
 )
@@ -231,5 +230,11 @@ func traceAttr(ctx context.Context) slog.Attr {
 	return slog.Attr{}
 }
 
-// defaultTracer is the tracer when none is configured: no spans recorded.
-func defaultTracer() trace.TracerProvider { return noop.NewTracerProvider() }
+// startSpan starts a span named name under ctx's span, or makes none when
+// tracing is off (nil tracer: nothing on the job path).
+func (w *Worker) startSpan(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if w.tracer == nil {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return w.tracer.Start(ctx, name, opts...)
+}

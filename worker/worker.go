@@ -85,7 +85,7 @@ type Config struct {
 	// /metrics serves (default: a new registry of its own).
 	Metrics *prometheus.Registry
 	// TracerProvider makes the spans of runs and steps, children of the
-	// span of the request that enqueued the job (default: none recorded).
+	// span of the request that enqueued the job (default nil: no spans).
 	TracerProvider trace.TracerProvider
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
@@ -99,7 +99,7 @@ type Worker struct {
 	store   *taskstate.Store
 	log     *slog.Logger
 	metrics *metrics
-	tracer  trace.Tracer
+	tracer  trace.Tracer // nil: tracing off
 
 	mu      sync.Mutex
 	entries map[string]*entry // by ToolDef.Key
@@ -171,14 +171,13 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	if cfg.TracerProvider == nil {
-		cfg.TracerProvider = defaultTracer()
-	}
 	cfg.Blobs.setDefaults(cfg.MaxTTL)
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
-		jobs:   map[string]map[int64]func(){},
-		store:  taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter}),
-		tracer: cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")}
+		jobs:  map[string]map[int64]func(){},
+		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter})}
+	if cfg.TracerProvider != nil {
+		w.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")
+	}
 	w.metrics = newMetrics(cfg.Metrics, w)
 	for _, t := range tools {
 		e, err := toolEntry(t)
@@ -397,10 +396,10 @@ func (w *Worker) sweep(ctx context.Context) {
 // an error only when the job should be delivered again (Redis unreachable,
 // worker shutting down).
 func (w *Worker) process(ctx context.Context, jobID string, payload []byte) error {
-	ctx, span := w.tracer.Start(job.Trace(ctx, payload), "mcpq.run", trace.WithSpanKind(trace.SpanKindConsumer))
+	ctx, span := w.startSpan(job.Trace(ctx, payload), "mcpq.run", trace.WithSpanKind(trace.SpanKindConsumer))
 	defer span.End()
 	err := w.runJob(ctx, span, jobID, payload)
-	if err != nil {
+	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	return err
@@ -431,8 +430,10 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, jobID string, payl
 	if claim.Attempt == 1 && rec.Resumes == 0 && !rec.CreatedAt.IsZero() {
 		w.metrics.pickup.Observe(w.store.Now().Sub(rec.CreatedAt).Seconds())
 	}
-	span.SetAttributes(attribute.String("mcpq.task_id", ref.ID), attribute.String("mcpq.tool", rec.Tool),
-		attribute.Int64("mcpq.attempt", claim.Attempt))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("mcpq.task_id", ref.ID), attribute.String("mcpq.tool", rec.Tool),
+			attribute.Int64("mcpq.attempt", claim.Attempt))
+	}
 	w.metrics.running.Inc()
 	defer w.metrics.running.Dec()
 	// Built only when something is logged: With formats its attributes at once.
@@ -502,7 +503,9 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, jobID string, payl
 			seen = time.Unix(0, ns)
 		}
 		w.metrics.finished(rec.Tool, status, rec.CreatedAt, w.store.Now(), seen, time.Now())
-		span.SetAttributes(attribute.String("mcpq.status", string(status)))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("mcpq.status", string(status)))
+		}
 	}
 	switch {
 	case errors.Is(err, taskstate.ErrCancelled):

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // newRegistry is a process's Prometheus registry: mcpq's collectors join
@@ -30,12 +29,13 @@ func newRegistry() *prometheus.Registry {
 // tracing exports spans over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (and OTEL_TRACES_EXPORTER is
 // not "none"); the exporter reads its other OTEL_EXPORTER_OTLP_* settings
-// and OTEL_SERVICE_NAME overrides service. Otherwise no span is recorded.
+// and OTEL_SERVICE_NAME overrides service. Otherwise the provider is nil
+// and no span is made.
 // The returned func flushes and stops the exporter.
 func tracing(ctx context.Context, log *slog.Logger, service string) (trace.TracerProvider, func(), error) {
 	if os.Getenv("OTEL_TRACES_EXPORTER") == "none" ||
 		(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "") {
-		return noop.NewTracerProvider(), func() {}, nil
+		return nil, func() {}, nil
 	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {

@@ -93,6 +93,9 @@ func traceparent(ctx context.Context) string {
 // its ctx in the payload); ctx as is when the payload has none or an
 // invalid one.
 func Trace(ctx context.Context, payload []byte) context.Context {
+	if !bytes.Contains(payload, []byte(`"tp"`)) {
+		return ctx // the common case: no trace context, nothing to decode
+	}
 	m, err := decode(payload)
 	if err != nil || m.TP == "" {
 		return ctx
