@@ -251,13 +251,13 @@ func TestTypedErrorsAndHeaders(t *testing.T) {
 
 func TestEncodeHeaderValue(t *testing.T) {
 	for in, want := range map[string]string{
-		"us-west1":   "us-west1",
-		"us west 1":  "us west 1",
-		" padded ":   "=?base64?IHBhZGRlZCA=?=",
-		"Hello, 世界":  "=?base64?SGVsbG8sIOS4lueVjA==?=",
-		"a\tb":       "=?base64?YQli?=",
+		"us-west1":     "us-west1",
+		"us west 1":    "us west 1",
+		" padded ":     "=?base64?IHBhZGRlZCA=?=",
+		"Hello, 世界":    "=?base64?SGVsbG8sIOS4lueVjA==?=",
+		"a\tb":         "=?base64?YQli?=",
 		"=?base64?x?=": "=?base64?PT9iYXNlNjQ/eD89?=",
-		"":           "",
+		"":             "",
 	} {
 		if got := client.EncodeHeaderValue(in); got != want {
 			t.Errorf("EncodeHeaderValue(%q) = %q, want %q", in, got, want)

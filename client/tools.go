@@ -242,3 +242,10 @@ func (c *Client) Wait(ctx context.Context, id string, maxPoll time.Duration) (*p
 		}
 	}
 }
+
+// ReadResource calls resources/read (mcpq serves a task's large stored
+// payloads, named in resource_link blocks, this way to their owner).
+func (c *Client) ReadResource(ctx context.Context, uri string) (*proto.ReadResourceResult, error) {
+	var r proto.ReadResourceResult
+	return &r, c.Call(ctx, proto.MethodResourcesRead, uri, map[string]any{"uri": uri}, &r)
+}
