@@ -11,7 +11,7 @@ import (
 // again: the server ignores keys that are no longer outstanding, so a
 // re-send after a crash is harmless, while asking the person twice is not.
 // Each new answer is in the journal before it is sent.
-func (h *Handle) answer(ctx context.Context, reqs map[string]json.RawMessage) error {
+func (h *Handle) answer(ctx context.Context, reqs map[string]json.RawMessage) (sent bool, err error) {
 	c := h.c
 	if c.Journal != nil {
 		if e, ok, err := c.Journal.Get(ctx, c.URL, h.ID); err == nil && ok {
@@ -36,12 +36,12 @@ func (h *Handle) answer(ctx context.Context, reqs map[string]json.RawMessage) er
 		}
 		b, err := c.answerOne(ctx, key, reqs[key])
 		if err != nil {
-			return err
+			return false, err
 		}
 		if c.Journal != nil {
 			// First answer wins: another process may have answered meanwhile.
 			if b, err = c.Journal.Answer(ctx, c.URL, h.ID, key, b); err != nil {
-				return err
+				return false, err
 			}
 		}
 		h.mu.Lock()
@@ -50,8 +50,8 @@ func (h *Handle) answer(ctx context.Context, reqs map[string]json.RawMessage) er
 		responses[key] = json.RawMessage(b)
 	}
 	if len(responses) == 0 {
-		return nil
+		return false, nil
 	}
-	_, err := c.UpdateTask(ctx, h.ID, responses)
-	return err
+	_, err = c.UpdateTask(ctx, h.ID, responses)
+	return err == nil, err
 }

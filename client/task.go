@@ -144,6 +144,7 @@ type follower struct {
 	h        *Handle
 	onChange func(*proto.GetTaskResult)
 	seen     string // fingerprint of the last state shown
+	answered bool   // see sent answers: poll again at once, the next step follows them
 }
 
 // see handles one state: it reports it, answers pending input, and says
@@ -163,7 +164,9 @@ func (f *follower) see(ctx context.Context, g *proto.GetTaskResult) (bool, error
 		return true, nil
 	}
 	if g.Status == proto.StatusInputRequired && len(g.InputRequests) > 0 {
-		return false, f.h.answer(ctx, g.InputRequests)
+		sent, err := f.h.answer(ctx, g.InputRequests)
+		f.answered = sent
+		return false, err
 	}
 	return false, nil
 }
@@ -246,6 +249,9 @@ func (f *follower) poll(ctx context.Context) (*proto.GetTaskResult, error) {
 			wait = time.Second
 			if g.PollIntervalMs != nil {
 				wait = time.Duration(*g.PollIntervalMs) * time.Millisecond
+			}
+			if f.answered {
+				wait, f.answered = lo, false
 			}
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
