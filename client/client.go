@@ -77,8 +77,9 @@ type PollBounds struct {
 	Max time.Duration
 }
 
-// meta is the per-request _meta this client sends.
-func (c *Client) meta() map[string]any {
+// meta is the per-request _meta this client sends, with the extra keys of
+// ctx (WithMeta) under the protocol's own.
+func (c *Client) meta(ctx context.Context) map[string]any {
 	caps := c.Capabilities
 	if c.Tasks {
 		ext := map[string]json.RawMessage{proto.TasksExtension: json.RawMessage(`{}`)}
@@ -87,7 +88,14 @@ func (c *Client) meta() map[string]any {
 		}
 		caps.Extensions = ext
 	}
-	m := map[string]any{proto.MetaProtocolVersion: proto.ProtocolVersion, proto.MetaClientCapabilities: caps}
+	m := map[string]any{}
+	if extra, ok := ctx.Value(metaKey{}).(map[string]any); ok {
+		for k, v := range extra {
+			m[k] = v
+		}
+	}
+	m[proto.MetaProtocolVersion] = proto.ProtocolVersion
+	m[proto.MetaClientCapabilities] = caps
 	if c.Info != nil {
 		m[proto.MetaClientInfo] = c.Info
 	}
@@ -133,7 +141,7 @@ func (c *Client) newRequest(ctx context.Context, id int64, method, name string, 
 	for k, v := range params {
 		p[k] = v
 	}
-	p["_meta"] = c.meta()
+	p["_meta"] = c.meta(ctx)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p})
 	if err != nil {
 		return nil, err
@@ -144,6 +152,11 @@ func (c *Client) newRequest(ctx context.Context, id int64, method, name string, 
 	}
 	for k, v := range c.Header {
 		req.Header[k] = v
+	}
+	if h, ok := ctx.Value(headerKey{}).(http.Header); ok {
+		for k, v := range h {
+			req.Header[k] = v
+		}
 	}
 	for k, v := range extra {
 		req.Header[k] = v

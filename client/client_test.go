@@ -239,6 +239,17 @@ func TestTypedErrorsAndHeaders(t *testing.T) {
 	if got := r.Header.Get("Mcp-Name"); got != "=?base64?aMOpbGxv?=" {
 		t.Errorf("Mcp-Name = %q", got)
 	}
+	mctx := client.WithHeader(client.WithMeta(ctx(t), map[string]any{"progressToken": "p1", proto.MetaProtocolVersion: "1999-01-01"}), http.Header{"X-Trace": {"t1"}})
+	if _, err := c.GetTask(mctx, "-dash-id"); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	meta, _ := f.bodies[len(f.bodies)-1]["_meta"].(map[string]any)
+	r = f.requests[len(f.requests)-1]
+	f.mu.Unlock()
+	if meta["progressToken"] != "p1" || meta[proto.MetaProtocolVersion] != proto.ProtocolVersion || r.Header.Get("X-Trace") != "t1" || r.Header.Get("Mcp-Name") != "-dash-id" {
+		t.Errorf("per-request _meta %v, X-Trace %q, Mcp-Name %q", meta, r.Header.Get("X-Trace"), r.Header.Get("Mcp-Name"))
+	}
 	for i := 0; i < 3; i++ {
 		if _, err := c.Discover(ctx(t)); err != nil {
 			t.Fatal(err)
