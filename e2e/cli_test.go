@@ -213,3 +213,74 @@ func TestCLIRenderGIF(t *testing.T) {
 	t.Run("dev", func(t *testing.T) { run(t, startDev(t)) })
 	t.Run("processes", func(t *testing.T) { run(t, startCluster(t, redistest.Real(t), 2, 2)[1]) })
 }
+
+// Ctrl-C during mcpq call asks what to do: detach leaves the task running
+// and in the journal; cancel stops it on the server.
+func TestCLICtrlC(t *testing.T) {
+	url := startDev(t)
+	for _, tc := range []struct {
+		answer string
+		exitOK bool
+		want   string
+	}{
+		{"d", true, "detached"},
+		{"c", false, "cancelled"},
+	} {
+		t.Run(tc.answer, func(t *testing.T) {
+			ctx := within(t)
+			journal := t.TempDir()
+			working := make(chan struct{}, 1)
+			asked := make(chan struct{}, 1)
+			p := startCLI(t, ctx, func(line string) {
+				switch {
+				case strings.Contains(line, "working: Rendered frame"):
+					select {
+					case working <- struct{}{}:
+					default:
+					}
+				case strings.Contains(line, "[c]ancel it, [d]etach"):
+					asked <- struct{}{}
+				}
+			}, "call", "render_gif", "frames=600", "frameMs=100", "size=16", "--server", url, "--journal", journal)
+			for _, ch := range []chan struct{}{working, asked} {
+				if ch == asked {
+					if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+						t.Fatal(err)
+					}
+				}
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					_, e := p.output()
+					t.Fatalf("no progress or question: %s", e)
+				}
+			}
+			if _, err := io.WriteString(p.stdin, tc.answer+"\n"); err != nil {
+				t.Fatal(err)
+			}
+			err := p.wait()
+			_, stderr := p.output()
+			if (err == nil) != tc.exitOK || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %v, stderr:\n%s", err, stderr)
+			}
+			entries, _ := (&client.FileJournal{Dir: journal}).List(ctx)
+			c := &client.Client{URL: url, Tasks: true}
+			if tc.answer == "d" {
+				if len(entries) != 1 {
+					t.Fatalf("journal after detach: %d entries", len(entries))
+				}
+				g, err := c.GetTask(ctx, entries[0].TaskID)
+				if err != nil || g.Status.Terminal() {
+					t.Fatalf("detached task: %+v %v, want it still running", g, err)
+				}
+				if _, err := c.CancelTask(ctx, entries[0].TaskID); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if len(entries) != 0 {
+				t.Errorf("journal keeps %d entries after the task was cancelled", len(entries))
+			}
+		})
+	}
+}

@@ -96,7 +96,11 @@ func (t *term) endLine() {
 func (t *term) ask(ctx context.Context, question string) (string, error) {
 	t.mu.Lock()
 	t.endLine()
-	fmt.Fprint(t.out, question)
+	if t.tty {
+		fmt.Fprint(t.out, question)
+	} else {
+		fmt.Fprintln(t.out, question) // whole lines for whatever reads a pipe
+	}
 	t.mu.Unlock()
 	select {
 	case s := <-t.lines:
