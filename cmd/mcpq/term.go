@@ -275,6 +275,9 @@ func fieldValue(typ string, enum []string, s string) (any, error) {
 // reports whether the result is a tool error.
 func printResult(ctx context.Context, t *term, cl *client.Client, res *proto.CallToolResult, tool, id, dir string) (isError bool, err error) {
 	stem := tool
+	if stem == "" {
+		stem = "result" // a task attached by id alone: its tool is not known
+	}
 	if id != "" {
 		stem += "-" + safeName(id)
 	}
