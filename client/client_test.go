@@ -29,6 +29,7 @@ type fake struct {
 	discover int
 	ids      map[string]bool
 	sse      bool
+	fail     int // tasks/get answers 503 this many more times
 }
 
 func newFake(t *testing.T) (*fake, *httptest.Server) {
@@ -90,6 +91,11 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		rpcErr(400, proto.CodeInvalidParams, "unknown tool")
 	case proto.MethodTasksGet:
+		if f.fail > 0 {
+			f.fail--
+			rpcErr(503, proto.CodeInternalError, "Service unavailable: redis unreachable")
+			return
+		}
 		if req.Params["taskId"] != task.TaskID {
 			rpcErr(400, proto.CodeInvalidParams, "Task not found")
 			return
@@ -188,6 +194,24 @@ func TestInputAskedOnceAndResultDelivered(t *testing.T) {
 	}
 	if fmt.Sprint(states) != "[input_required completed]" {
 		t.Errorf("states seen %v", states)
+	}
+}
+
+// A server that is briefly unavailable (503) is retried with backoff; a
+// definite error ends Follow at once.
+func TestFollowRetriesUnavailable(t *testing.T) {
+	f, srv := newFake(t)
+	f.fail = 3
+	c := &client.Client{URL: srv.URL, Tasks: true, Poll: client.PollBounds{Min: time.Millisecond, Max: 20 * time.Millisecond},
+		Input: func(ctx context.Context, r client.InputRequest) (any, error) {
+			return proto.ElicitResult{Action: proto.ElicitAccept, Content: json.RawMessage(`{}`)}, nil
+		}}
+	g, err := c.Attach("-dash-id", "job", nil).Follow(ctx(t), nil)
+	if err != nil || g.Status != proto.StatusCompleted || f.fail != 0 {
+		t.Fatalf("Follow = %v, %v (503s left %d)", g, err, f.fail)
+	}
+	if _, err := c.Attach("gone", "job", nil).Follow(ctx(t), nil); !errors.Is(err, client.ErrTaskGone) {
+		t.Fatalf("Follow of an unknown task: %v, want ErrTaskGone", err)
 	}
 }
 
