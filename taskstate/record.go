@@ -185,18 +185,15 @@ func (r *Record) Task() proto.Task {
 	return t
 }
 
-// InputPollIntervalMs is the slowest polling suggested while a task waits
-// for input: a person answers in seconds, not milliseconds.
-const InputPollIntervalMs = 5000
-
-// pollInterval is the pollIntervalMs suggested now: the tool's interval
-// while working, and at least InputPollIntervalMs while waiting for input.
-func (r *Record) pollInterval() int64 {
-	if r.Status == proto.StatusInputRequired {
-		return max(r.PollIntervalMs, InputPollIntervalMs)
-	}
-	return r.PollIntervalMs
-}
+// pollInterval is the pollIntervalMs suggested now: the tool's own
+// interval in every status, input_required included. A task waiting for
+// input is polled by a client that already holds its inputRequests (the
+// poll that saw input_required carried them), so a slower interval there
+// saves nothing while the person thinks, and only delays the one poll that
+// matters: the one after tasks/update, which real clients (the TypeScript
+// client, the Inspector) make a whole interval later. The step after an
+// answer is then seen at the tool's pace, like every other step.
+func (r *Record) pollInterval() int64 { return r.PollIntervalMs }
 
 // Detailed is the record's wire DetailedTask: the variant of its status.
 func (r *Record) Detailed() proto.DetailedTask {

@@ -196,12 +196,15 @@ func TestNewID(t *testing.T) {
 	seen := make(map[string]bool, n)
 	for range n {
 		id := taskstate.NewID()
-		if len(id) != 22 {
-			t.Fatalf("NewID %q has %d chars, want 22", id, len(id))
+		if len(id) != 23 {
+			t.Fatalf("NewID %q has %d chars, want 23", id, len(id))
 		}
 		raw, err := base64.RawURLEncoding.Strict().DecodeString(id)
-		if err != nil || len(raw) != 16 {
-			t.Fatalf("NewID %q is not 128 bits of base64url: %v (%d bytes)", id, err, len(raw))
+		if err != nil || len(raw) != 17 || raw[0]&0x80 != 0 {
+			t.Fatalf("NewID %q is not 135 bits of base64url: %v (%d bytes)", id, err, len(raw))
+		}
+		if c := id[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'f') {
+			t.Fatalf("NewID %q does not start with a letter", id)
 		}
 		if !taskstate.ValidID(id) {
 			t.Fatalf("ValidID(NewID()) = false for %q", id)
@@ -221,7 +224,14 @@ func TestValidID(t *testing.T) {
 		want bool
 	}{
 		{good, true},
-		{"AAAAAAAAAAAAAAAAAAAAAA", true},
+		{"AAAAAAAAAAAAAAAAAAAAAAA", true},
+		{"fAAAAAAAAAAAAAAAAAAAAAA", true},
+		{"gAAAAAAAAAAAAAAAAAAAAAA", false}, // first byte's top bit set
+		{"-AAAAAAAAAAAAAAAAAAAAAA", false}, // reads as a flag: NewID never makes it
+		{"_AAAAAAAAAAAAAAAAAAAAAA", false},
+		{"AAAAAAAAAAAAAAAAAAAAAAB", false}, // non-zero trailing bits
+		{"AAAAAAAAAAAAAAAAAAAAAA", true},   // the 16-byte ids made before stay valid
+		{"-AAAAAAAAAAAAAAAAAAAAA", true},
 		{"abcdefghijklmnopqrst-w", true},    // URL-safe alphabet, canonical last char
 		{"abcdefghijklmnopqrst-_", false},   // non-zero trailing bits: NewID never makes it
 		{"AAAAAAAAAAAAAAAAAAAAAB", false},   // same
