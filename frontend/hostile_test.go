@@ -651,7 +651,7 @@ func FuzzHostile(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		c, err := e.store.Claim(ctx, rec.Ref, 0)
+		c, err := e.store.Claim(ctx, rec.Ref, 0, taskstate.Share{})
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -66,7 +66,7 @@ func benchTasks(b *testing.B, s *taskstate.Store, n int, stage benchStage) ([]ta
 		if stage == stageCreated {
 			continue
 		}
-		c, err := s.Claim(ctx, rec.Ref, 0)
+		c, err := s.Claim(ctx, rec.Ref, 0, taskstate.Share{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func BenchmarkClaim(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
-			if _, err := s.Claim(ctx, refs[i], 0); err != nil {
+			if _, err := s.Claim(ctx, refs[i], 0, taskstate.Share{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -54,6 +54,7 @@ local seq = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
 redis.call('HSET', KEYS[1], 'running', 0, 'lastUpdatedAt', ARGV[1],
   'statusMessage', 'Its worker was lost (no heartbeat for ' .. ARGV[2] .. ' ms); queued to run again')
 redis.call('ZREM', KEYS[3], id)
+free_slot(id)
 state_changed(ARGV[5])
 redis.call('PUBLISH', ARGV[7], id)
 return {OK, seq, lost, beat, f[9] or ''}
