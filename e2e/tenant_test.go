@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,10 +80,24 @@ func testHostileTenants(t *testing.T, b *redistest.Backend) {
 	})
 
 	t.Run("finding 2: a flooding tenant leaves others a worker", func(t *testing.T) {
-		// alice asks for more hour-long tasks than the fleet has slots.
-		var flood []string
-		for range 6 {
-			flood = append(flood, fe1.create(t, ctx, keyAlice, "slow_compute", map[string]any{"seconds": 3600}))
+		// alice asks for more hour-long tasks than the fleet has slots (as
+		// the review did: 25, well under the live-task cap).
+		// Five at a time: each create waits out the tool's sync budget (0.5 s).
+		flood := make([]string, 25)
+		aliceClient := &client.Client{URL: fe1.base + "/mcp", Tasks: true, Header: http.Header{"Authorization": {"Bearer " + keyAlice}}}
+		var wg sync.WaitGroup
+		for w := range 5 {
+			wg.Go(func() {
+				for i := w; i < len(flood); i += 5 {
+					if a, err := aliceClient.CallTool(ctx, "slow_compute", map[string]any{"seconds": 3600}); err == nil && a.Task != nil {
+						flood[i] = a.Task.TaskID
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if slices.Contains(flood, "") {
+			t.Fatalf("alice's flood was not all created: %q", flood)
 		}
 		defer func() {
 			for _, id := range flood {
