@@ -125,6 +125,23 @@ func BenchmarkClaim(b *testing.B) {
 	})
 }
 
+// BenchmarkClaimShare is BenchmarkClaim under a principal's share of the
+// queue that is never reached: the cost of counting at claim.
+func BenchmarkClaimShare(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, _ := benchTasks(b, s, b.N, stageCreated)
+		share := taskstate.Share{Queue: "q", Max: b.N + 1}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if _, err := s.Claim(ctx, refs[i], 0, share); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func BenchmarkHeartbeat(b *testing.B) {
 	benchEach(b, func(b *testing.B, s *taskstate.Store) {
 		ctx := context.Background()
