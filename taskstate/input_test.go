@@ -123,7 +123,7 @@ func TestInputRounds(t *testing.T) {
 			if r := e.get(t, ref); r.Status != proto.StatusCancelled {
 				t.Fatalf("status %s %q", r.Status, r.StatusMessage)
 			}
-			if _, err := e.s.Claim(ctx(t), ref, 0); !errors.Is(err, taskstate.ErrTerminal) {
+			if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); !errors.Is(err, taskstate.ErrTerminal) {
 				t.Fatalf("claim of the resumed job: %v", err)
 			}
 		})
@@ -140,7 +140,7 @@ func TestInputRounds(t *testing.T) {
 			if _, err := e.s.Answer(ctx(t), ref, raws("a", acceptA)); err != nil {
 				t.Fatal(err)
 			}
-			c, err := e.s.Claim(ctx(t), ref, 1)
+			c, err := e.s.Claim(ctx(t), ref, 1, taskstate.Share{})
 			if err != nil || string(c.Record.Checkpoint) != `{"done":3}` || string(c.Record.Answers["a"]) != acceptA {
 				t.Fatalf("claim after resume: %+v %v", c, err)
 			}

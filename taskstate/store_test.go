@@ -364,7 +364,7 @@ func TestGetExpired(t *testing.T) {
 			if err := e.s.Heartbeat(ctx(t), ref, attempt); err != taskstate.ErrExpired {
 				t.Fatalf("Heartbeat at the deadline = %v, want ErrExpired", err)
 			}
-			if _, err := e.s.Claim(ctx(t), ref, 0); err != taskstate.ErrExpired {
+			if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); err != taskstate.ErrExpired {
 				t.Fatalf("Claim at the deadline = %v, want ErrExpired", err)
 			}
 			if err := e.s.RequestCancel(ctx(t), ref); err != taskstate.ErrNotFound {
@@ -381,7 +381,7 @@ func TestGetExpired(t *testing.T) {
 			do   func() error
 			want error
 		}{
-			{"Claim", func() error { _, err := e.s.Claim(ctx(t), ref, 0); return err }, taskstate.ErrExpired},
+			{"Claim", func() error { _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); return err }, taskstate.ErrExpired},
 			{"Progress", func() error { return e.s.Progress(ctx(t), ref, attempt, "x") }, taskstate.ErrExpired},
 			{"Heartbeat", func() error { return e.s.Heartbeat(ctx(t), ref, attempt) }, taskstate.ErrExpired},
 			{"Finish completed", func() error {
@@ -422,7 +422,7 @@ func TestExpiryRemovesKey(t *testing.T) {
 		if _, err := e.s.Get(ctx(t), ref); err != taskstate.ErrNotFound {
 			t.Fatalf("Get after expiry = %v, want ErrNotFound", err)
 		}
-		if _, err := e.s.Claim(ctx(t), ref, 0); !errors.Is(err, taskstate.ErrNotFound) {
+		if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); !errors.Is(err, taskstate.ErrNotFound) {
 			t.Fatalf("Claim after expiry = %v, want ErrNotFound", err)
 		}
 		if err := e.s.RequestCancel(ctx(t), ref); err != taskstate.ErrNotFound {
