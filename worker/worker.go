@@ -391,6 +391,9 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	case err == nil:
 	case taskstate.NotOwned(err), errors.Is(err, taskstate.ErrCancelled), errors.Is(err, taskstate.ErrIllegal):
 		w.log.Debug("job is a no-op", "task", ref.ID, "reason", err)
+		if errors.Is(err, taskstate.ErrCancelled) || errors.Is(err, taskstate.ErrTerminal) {
+			w.deleteArguments(ctx, ref.ID, "") // cancelled before it ran
+		}
 		return nil
 	default:
 		return err
@@ -398,6 +401,18 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	rec := claim.Record
 	// Built only when something is logged: With formats its attributes at once.
 	log := func() *slog.Logger { return w.log.With("task", ref.ID, "tool", rec.Tool, "attempt", claim.Attempt) }
+	args, err := w.arguments(ctx, rec)
+	if err != nil {
+		var perr *proto.Error
+		switch {
+		case errors.As(err, &perr):
+			return w.conclude(ctx, rec, claim.Attempt, failed(perr), log)
+		case ctx.Err() != nil:
+			return w.interrupted(ctx, ref, claim.Attempt, log)
+		}
+		log().Warn("arguments not read from the object store: the job will be retried", "err", err)
+		return err
+	}
 	cancel := make(chan struct{})
 	var cancelOnce sync.Once
 	runCtx, stopRun := context.WithCancelCause(ctx)
@@ -409,7 +424,7 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	defer stopWatch()
 	w.track(ref.ID, claim.Attempt, checkNow)
 	defer w.untrack(ref.ID, claim.Attempt)
-	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
+	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: args,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
 	e := w.entry(rec.Tool)
@@ -444,17 +459,27 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 		}
 		out = outcome(e, res, herr, call.cancelRequested())
 	}
-	// The outcome is written with a fresh context: a cancel stopped runCtx.
-	err = w.finish(context.WithoutCancel(ctx), ref, claim.Attempt, out)
+	return w.conclude(ctx, rec, claim.Attempt, out, log)
+}
+
+// conclude writes a delivery's outcome, with a fresh context (a cancel
+// stopped the run's), and deletes the arguments the task kept in the
+// object store once it has ended.
+func (w *Worker) conclude(ctx context.Context, rec *taskstate.Record, attempt int64, out taskstate.Outcome, log func() *slog.Logger) error {
+	err := w.finish(context.WithoutCancel(ctx), rec.Ref, attempt, out)
 	switch {
 	case errors.Is(err, taskstate.ErrCancelled):
 		log().Info("cancel acknowledged before the outcome: task ended cancelled", "outcome", out.Status)
 	case taskstate.NotOwned(err):
 		log().Info("outcome not written", "status", out.Status, "reason", err)
+		return nil
 	case err != nil:
 		return err
 	default:
 		log().Debug("task finished", "status", out.Status)
+	}
+	if rec.ArgumentsRef != "" {
+		w.deleteArguments(context.WithoutCancel(ctx), rec.Ref.ID, rec.ArgumentsRef)
 	}
 	return nil
 }
