@@ -116,7 +116,7 @@ func (refusingStore) Put(context.Context, string, []byte, string) error {
 }
 
 // TestExpiredTaskLosesItsBlobs: the reaper removes an expired task's stored
-// blocks with its record.
+// blocks and arguments with its record.
 func TestExpiredTaskLosesItsBlobs(t *testing.T) {
 	h := mini(t)
 	store, err := objstore.NewDir(filepath.Join(t.TempDir(), "blobs"))
@@ -152,11 +152,22 @@ func TestExpiredTaskLosesItsBlobs(t *testing.T) {
 	if _, err := store.Get(context.Background(), rec.Ref.ID+"/1.0"); err != nil {
 		t.Fatalf("block not stored: %v", err)
 	}
+	// A task that never ran keeps its stored arguments until it expires.
+	queued := taskstate.NewID()
+	args := []byte(`{"n":1}`)
+	if err := store.Put(context.Background(), objstore.ArgumentsKey(queued), args, "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Create(context.Background(), taskstate.CreateParams{ID: queued, Principal: "alice", Tool: "big",
+		Arguments: args, ArgumentsRef: objstore.ArgumentsKey(queued), TTLMs: &ttl}); err != nil {
+		t.Fatal(err)
+	}
 	skew.Store(int64(2 * time.Hour))
-	eventually(t, "the reaper removes the task and its stored blocks", func() bool {
+	eventually(t, "the reaper removes the tasks, their stored blocks and arguments", func() bool {
 		_, gerr := h.store.Get(context.Background(), rec.Ref)
 		_, oerr := store.Get(context.Background(), rec.Ref.ID+"/1.0")
-		return errors.Is(gerr, taskstate.ErrNotFound) && errors.Is(oerr, objstore.ErrNotFound)
+		_, aerr := store.Get(context.Background(), objstore.ArgumentsKey(queued))
+		return errors.Is(gerr, taskstate.ErrNotFound) && errors.Is(oerr, objstore.ErrNotFound) && errors.Is(aerr, objstore.ErrNotFound)
 	})
 }
 
