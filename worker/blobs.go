@@ -182,26 +182,28 @@ func extension(mime string) string {
 	return "." + sub
 }
 
-// arguments returns the call's arguments: the record's own, or, when the
-// front end kept them in the object store (frontend/blobs.go), the object
-// its ArgumentsRef names. A *proto.Error fails the task (no store here,
-// the object is gone); any other error is the store's and worth a retry.
-func (w *Worker) arguments(ctx context.Context, rec *taskstate.Record) (json.RawMessage, error) {
-	if rec.ArgumentsRef == "" {
-		return rec.Arguments, nil
+// loadArguments sets c.Arguments to the arguments the front end kept in
+// the object store (frontend/blobs.go) when the record holds their key. A
+// *proto.Error fails the task (no store here, the object is gone); a store
+// error is a transientError (the job is delivered again).
+func (w *Worker) loadArguments(ctx context.Context, c *Call) error {
+	key := c.record.ArgumentsRef
+	if key == "" {
+		return nil
 	}
 	if w.cfg.Blobs.Store == nil {
-		return nil, proto.NewError(proto.CodeInternalError,
+		return proto.NewError(proto.CodeInternalError,
 			"Internal error: the task's arguments are in the object store and this worker has none (front ends and workers need the same --blob-url)")
 	}
-	o, err := w.cfg.Blobs.Store.Get(ctx, rec.ArgumentsRef)
+	o, err := w.cfg.Blobs.Store.Get(ctx, key)
 	switch {
 	case errors.Is(err, objstore.ErrNotFound):
-		return nil, proto.NewError(proto.CodeInternalError, "Internal error: the task's arguments are no longer in the object store")
+		return proto.NewError(proto.CodeInternalError, "Internal error: the task's arguments are no longer in the object store")
 	case err != nil:
-		return nil, fmt.Errorf("read the task's arguments from the object store: %w", err)
+		return &transientError{fmt.Errorf("read the task's arguments from the object store: %w", err)}
 	}
-	return o.Data, nil
+	c.Arguments = o.Data
+	return nil
 }
 
 // deleteArguments removes the arguments an ended task kept in the object

@@ -401,18 +401,6 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	rec := claim.Record
 	// Built only when something is logged: With formats its attributes at once.
 	log := func() *slog.Logger { return w.log.With("task", ref.ID, "tool", rec.Tool, "attempt", claim.Attempt) }
-	args, err := w.arguments(ctx, rec)
-	if err != nil {
-		var perr *proto.Error
-		switch {
-		case errors.As(err, &perr):
-			return w.conclude(ctx, rec, claim.Attempt, failed(perr), log)
-		case ctx.Err() != nil:
-			return w.interrupted(ctx, ref, claim.Attempt, log)
-		}
-		log().Warn("arguments not read from the object store: the job will be retried", "err", err)
-		return err
-	}
 	cancel := make(chan struct{})
 	var cancelOnce sync.Once
 	runCtx, stopRun := context.WithCancelCause(ctx)
@@ -424,14 +412,20 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	defer stopWatch()
 	w.track(ref.ID, claim.Attempt, checkNow)
 	defer w.untrack(ref.ID, claim.Attempt)
-	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: args,
+	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
 	e := w.entry(rec.Tool)
 	if e == nil {
 		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", rec.Tool))
 	} else {
-		res, herr := w.run(runCtx, e.run, call)
+		// Arguments kept in the object store are read under the heartbeat,
+		// and their errors are handled as the handler's.
+		var res any
+		herr := w.loadArguments(runCtx, call)
+		if herr == nil {
+			res, herr = w.run(runCtx, e.run, call)
+		}
 		if ctx.Err() != nil && !call.cancelRequested() {
 			return w.interrupted(ctx, ref, claim.Attempt, log)
 		}
