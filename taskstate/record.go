@@ -36,6 +36,9 @@ type Record struct {
 	// Tool and Arguments are the call.
 	Tool      string
 	Arguments json.RawMessage
+	// ArgumentsRef, when set, is the object-store key holding the call's
+	// arguments (CreateParams.ArgumentsRef); Arguments is then empty.
+	ArgumentsRef string
 	// Attempt counts job deliveries that claimed the task.
 	Attempt int64
 	// Running is the attempt that holds the task now; 0 while queued or parked.
@@ -131,6 +134,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	if v := f["arguments"]; v != "" {
 		r.Arguments = json.RawMessage(v)
 	}
+	r.ArgumentsRef = f["argsRef"]
 	if v := f["result"]; v != "" {
 		r.Result = json.RawMessage(v)
 	}

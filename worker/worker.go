@@ -430,6 +430,9 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 		return nil
 	case taskstate.NotOwned(err), errors.Is(err, taskstate.ErrCancelled), errors.Is(err, taskstate.ErrIllegal):
 		w.log.Debug("job is a no-op", "task", ref.ID, "reason", err)
+		if errors.Is(err, taskstate.ErrCancelled) || errors.Is(err, taskstate.ErrTerminal) {
+			w.deleteArguments(ctx, ref.ID, "") // cancelled before it ran
+		}
 		return nil
 	default:
 		return err
@@ -455,7 +458,13 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	if e == nil {
 		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", rec.Tool))
 	} else {
-		res, herr := w.run(runCtx, e.run, call)
+		// Arguments kept in the object store are read under the heartbeat,
+		// and their errors are handled as the handler's.
+		var res any
+		herr := w.loadArguments(runCtx, call)
+		if herr == nil {
+			res, herr = w.run(runCtx, e.run, call)
+		}
 		if ctx.Err() != nil && !call.cancelRequested() {
 			return w.interrupted(ctx, ref, claim.Attempt, log)
 		}
@@ -483,17 +492,27 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 		}
 		out = outcome(e, res, herr, call.cancelRequested())
 	}
-	// The outcome is written with a fresh context: a cancel stopped runCtx.
-	err = w.finish(context.WithoutCancel(ctx), ref, claim.Attempt, out)
+	return w.conclude(ctx, rec, claim.Attempt, out, log)
+}
+
+// conclude writes a delivery's outcome, with a fresh context (a cancel
+// stopped the run's), and deletes the arguments the task kept in the
+// object store once it has ended.
+func (w *Worker) conclude(ctx context.Context, rec *taskstate.Record, attempt int64, out taskstate.Outcome, log func() *slog.Logger) error {
+	err := w.finish(context.WithoutCancel(ctx), rec.Ref, attempt, out)
 	switch {
 	case errors.Is(err, taskstate.ErrCancelled):
 		log().Info("cancel acknowledged before the outcome: task ended cancelled", "outcome", out.Status)
 	case taskstate.NotOwned(err):
 		log().Info("outcome not written", "status", out.Status, "reason", err)
+		return nil
 	case err != nil:
 		return err
 	default:
 		log().Debug("task finished", "status", out.Status)
+	}
+	if rec.ArgumentsRef != "" {
+		w.deleteArguments(context.WithoutCancel(ctx), rec.Ref.ID, rec.ArgumentsRef)
 	}
 	return nil
 }

@@ -31,7 +31,8 @@ end
 
 -- ended: a task left the live set and the held index (KEYS[2] and KEYS[3] of
 -- every script that can end one) and drops what only a run needs: its
--- arguments, the creating client's capabilities, the handler's checkpoint
+-- arguments (or the object key holding them: the worker deletes that
+-- object; worker/blobs.go), the creating client's capabilities, the handler's checkpoint
 -- and which delivery held it when (KEYS[1], the record), which a finished
 -- task would otherwise keep for the rest of its TTL; and its place in the
 -- running set of its queue (free_slot).
@@ -51,7 +52,7 @@ local function ended(id)
   redis.call('ZREM', KEYS[2], id)
   if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('DEL', ab) end
   redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[1], 'arguments', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt')
+  redis.call('HDEL', KEYS[1], 'arguments', 'argsRef', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt')
 end
 
 -- look_at: the held index (KEYS[3]) is to look at task id again by unix ms
