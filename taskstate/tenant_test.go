@@ -117,7 +117,7 @@ func TestArgumentsRef(t *testing.T) {
 		if _, err := e.s.Create(ctx(t), q); err != taskstate.ErrArgsLimit {
 			t.Fatalf("third create: %v, want ErrArgsLimit", err)
 		}
-		c, err := e.s.Claim(ctx(t), ref, 0)
+		c, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{})
 		if err != nil || c.Record.ArgumentsRef != ref.ID+"/args" {
 			t.Fatalf("claim: %v, ref %q", err, c.Record.ArgumentsRef)
 		}
