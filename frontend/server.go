@@ -26,6 +26,7 @@ type Server struct {
 	hub        *taskstate.Hub
 	catalog    *catalog
 	listens    listenCounts // open listen streams per principal
+	hosts      hostList     // AllowedOrigins as Host headers match them
 	log        *slog.Logger
 	metrics    *metrics
 	tracer     trace.Tracer // nil: tracing off
@@ -84,6 +85,7 @@ func New(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
 		captureJobs: captureJobs,
+		hosts:       allowHosts(cfg.AllowedOrigins),
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,
