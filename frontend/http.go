@@ -65,11 +65,11 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
 			// The client went away (a closed listen stream, an abandoned
 			// wait): nothing failed on mcpq's side.
-			s.log.Debug("client gone", "method", req.Method, "err", err)
+			s.log.Debug("client gone", "method", req.Method, "err", err, traceAttr(c.trace))
 		case status == http.StatusServiceUnavailable:
-			s.log.Warn("request failed: redis unavailable", "method", req.Method, "err", err)
+			s.log.Warn("request failed: redis unavailable", "method", req.Method, "err", err, traceAttr(c.trace))
 		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
-			s.log.Error("request failed", "method", req.Method, "err", err)
+			s.log.Error("request failed", "method", req.Method, "err", err, traceAttr(c.trace))
 		}
 		setRetryAfter(w.Header(), status)
 		c.resp.finish(status, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Error: pe}))
@@ -221,6 +221,7 @@ func (s *Server) dispatch(c *call) (any, error) {
 	}
 	ctx, span := s.startSpan(c.httpReq.Context(), c)
 	defer span.End()
+	c.trace = span.SpanContext()
 	res, err := m(ctx, c)
 	if err != nil {
 		endSpan(span, err)

@@ -183,9 +183,10 @@ func (s *Server) startSpan(ctx context.Context, c *call) (context.Context, trace
 	return s.tracer.Start(ctx, c.req.Method, trace.WithSpanKind(trace.SpanKindServer))
 }
 
-// traceAttr is the log attribute naming ctx's trace, or an empty one.
-func traceAttr(ctx context.Context) slog.Attr {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+// traceAttr is the log attribute naming sc's trace, or an empty one
+// (which slog leaves out).
+func traceAttr(sc trace.SpanContext) slog.Attr {
+	if sc.IsValid() {
 		return slog.String("trace", sc.TraceID().String())
 	}
 	return slog.Attr{}

@@ -48,6 +48,7 @@ type call struct {
 	meta      *proto.RequestMeta
 	names     *routing // params fields decoded with _meta
 	resp      *responder
+	trace     trace.SpanContext // the request's span (or the client's), for log lines
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.
