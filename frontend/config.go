@@ -108,6 +108,13 @@ type Config struct {
 	// (worker.Config.Blobs.Store); resources/read serves them from it to
 	// their task's owner. Nil: such reads answer "Resource not found".
 	Blobs objstore.Store
+	// Eras lists the protocol versions served: proto.ProtocolVersion (the
+	// stateless 2026-07-28 era) and proto.LegacyVersion (the 2025-11-25
+	// session era, opened by initialize; docs/eras.md). Default both.
+	Eras []string
+	// SessionIdle is how long a legacy session lives without a request
+	// (default 1h).
+	SessionIdle time.Duration
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the server's logs (default slog.Default()).
@@ -168,6 +175,15 @@ func (c *Config) setDefaults() error {
 	def(&c.MaxTTL, taskstate.DefaultMaxTTL)
 	def(&c.PollInterval, time.Second)
 	def(&c.CatalogTTL, time.Second)
+	def(&c.SessionIdle, time.Hour)
+	if len(c.Eras) == 0 {
+		c.Eras = []string{proto.ProtocolVersion, proto.LegacyVersion}
+	}
+	for _, e := range c.Eras {
+		if e != proto.ProtocolVersion && e != proto.LegacyVersion {
+			return fmt.Errorf("frontend: era %q is not served (want %s or %s)", e, proto.ProtocolVersion, proto.LegacyVersion)
+		}
+	}
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

@@ -70,6 +70,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
 			s.log.Error("request failed", "method", req.Method, "err", err)
 		}
+		if c.session != nil || (req.Method == proto.MethodInitialize && s.legacyOn()) {
+			status = legacyStatus(err, status)
+		}
 		setRetryAfter(w.Header(), status)
 		c.resp.finish(status, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Error: pe}))
 		return
@@ -202,6 +205,9 @@ func validID(id json.RawMessage) bool {
 
 // dispatch validates the per-request _meta and headers and runs the method.
 func (s *Server) dispatch(c *call) (any, error) {
+	if isLegacy(c.httpReq, c.req) && (s.legacyOn() || c.req.Method == proto.MethodInitialize) {
+		return s.dispatchLegacy(c)
+	}
 	m, ok := s.methods[c.req.Method]
 	if !ok {
 		return nil, proto.NewError(proto.CodeMethodNotFound, "Method not found: %s", c.req.Method)
@@ -214,7 +220,7 @@ func (s *Server) dispatch(c *call) (any, error) {
 	if err := checkHeaders(c.httpReq.Header, c.req, meta, names); err != nil {
 		return nil, err
 	}
-	if err := checkVersion(meta); err != nil {
+	if err := s.checkVersion(meta); err != nil {
 		return nil, err
 	}
 	res, err := m(c.httpReq.Context(), c)

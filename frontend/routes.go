@@ -6,12 +6,14 @@ import (
 	"github.com/gorilla/mux"
 )
 
-// Handler returns the HTTP routes: POST /mcp (405 for other methods),
+// Handler returns the HTTP routes: POST /mcp, DELETE /mcp (ends a legacy
+// session; 405 for other methods),
 // GET /v1/tasks and /v1/tasks/{id} (the caller's own tasks), GET /healthz
 // (liveness) and GET /readyz (readiness: Redis and the catalog answer).
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.Handle("/mcp", s.checkOrigin(http.HandlerFunc(s.serveMCP))).Methods(http.MethodPost)
+	r.Handle("/mcp", s.checkOrigin(http.HandlerFunc(s.serveDelete))).Methods(http.MethodDelete)
 	r.HandleFunc("/mcp", methodNotAllowed)
 	r.Handle("/v1/tasks", s.checkOrigin(http.HandlerFunc(s.listMyTasks))).Methods(http.MethodGet)
 	r.Handle("/v1/tasks/{id}", s.checkOrigin(http.HandlerFunc(s.getMyTask))).Methods(http.MethodGet)

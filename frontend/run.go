@@ -210,6 +210,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 				s.relay(c, ev.Notification)
 				continue
 			}
+			if ev.Status == proto.StatusWorking && ev.StatusMessage != "" && c.session != nil {
+				s.statusProgress(c, ev.StatusMessage)
+			}
 			// A resync means events were lost while the hub reconnected:
 			// the record tells whether the task settled meanwhile.
 			if !ev.Resync && !ev.Status.Terminal() && ev.Status != proto.StatusInputRequired {
@@ -252,6 +255,10 @@ func (s *Server) relay(c *call, raw string) {
 		if json.Unmarshal(n.Params, &p) != nil {
 			return
 		}
+		if c.progressSent && p.Progress <= c.progress {
+			return // progress only increases, also between the tool's own and statusProgress's
+		}
+		c.progress, c.progressSent = p.Progress, true
 		p.ProgressToken = c.meta.ProgressToken
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: n.Method, Params: p})
 	case proto.NotifyMessage:
@@ -262,6 +269,21 @@ func (s *Server) relay(c *call, raw string) {
 		}
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: n.Method, Params: p})
 	}
+}
+
+// statusProgress sends a legacy call's statusMessage update as
+// notifications/progress (the 2025-11-25 client has no tasks/get to read it
+// from): one step past the last progress sent, with the message.
+func (s *Server) statusProgress(c *call, msg string) {
+	if len(c.meta.ProgressToken) == 0 {
+		return
+	}
+	if c.progressSent {
+		c.progress++
+	}
+	c.progressSent = true
+	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyProgress,
+		Params: proto.ProgressParams{ProgressToken: c.meta.ProgressToken, Progress: c.progress, Message: msg}})
 }
 
 // askInput answers the input a parked task asks for as an

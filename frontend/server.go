@@ -27,7 +27,9 @@ type Server struct {
 	listens    listenCounts // open listen streams per principal
 	log        *slog.Logger
 	resultMeta proto.ResultMeta
-	methods    map[string]method
+	// versions are the protocol versions served (Config.Eras).
+	versions []string
+	methods  map[string]method
 	// captureJobs: the enqueuer is the default asynq client on a
 	// taskstate.JobCapture, so a create sends record and job together.
 	captureJobs bool
@@ -44,6 +46,12 @@ type call struct {
 	meta      *proto.RequestMeta
 	names     *routing // params fields decoded with _meta
 	resp      *responder
+	// session is the legacy session the request belongs to (nil: modern).
+	session *taskstate.Session
+	// progress is the last notifications/progress value sent (legacy
+	// calls number their statusMessage updates after it).
+	progress     float64
+	progressSent bool
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.
@@ -81,6 +89,7 @@ func New(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
 		captureJobs: captureJobs,
+		versions:    cfg.Eras,
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,

@@ -52,6 +52,11 @@ func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }
 // (base64). Type: string.
 func (k Keys) StateKey() string { return k.Prefix + "state-key" }
 
+// Session is a legacy-era (2025-11-25) HTTP session of one owner, opened
+// by initialize and named by its Mcp-Session-Id: fields in session.go; it
+// expires after an idle time, renewed on every request. Type: hash.
+func (k Keys) Session(owner, id string) string { return k.Prefix + "{" + owner + "}:session:" + id }
+
 // Deadlines indexes one owner's tasks that have a TTL: member task id,
 // score the deadline (unix ms). The reaper walks it. Type: sorted set.
 func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }

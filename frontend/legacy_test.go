@@ -1,0 +1,213 @@
+package frontend_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// legacyClient speaks the 2025-11-25 era to one or more front ends: an
+// initialize, then requests carrying its Mcp-Session-Id.
+type legacyClient struct {
+	t       testing.TB
+	auth    string // Authorization header value ("" for none)
+	session string
+}
+
+// send posts one JSON-RPC message to e as a 2025-11-25 client would.
+func (l *legacyClient) send(ctx context.Context, e *env, id any, method string, params any) reply {
+	l.t.Helper()
+	m := map[string]any{"jsonrpc": "2.0", "method": method}
+	if id != nil {
+		m["id"] = id
+	}
+	if params != nil {
+		m["params"] = params
+	}
+	body, _ := json.Marshal(m)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	if l.auth != "" {
+		h.Set("Authorization", l.auth)
+	}
+	if l.session != "" {
+		h.Set("Mcp-Session-Id", l.session)
+		h.Set("MCP-Protocol-Version", proto.LegacyVersion)
+	}
+	return e.with(l.t).serve(ctx, http.MethodPost, body, h)
+}
+
+func (l *legacyClient) do(e *env, method string, params any) reply {
+	l.t.Helper()
+	return l.send(context.Background(), e, 1, method, params)
+}
+
+// initialize opens a session on e.
+func (l *legacyClient) initialize(e *env, caps string) {
+	l.t.Helper()
+	rep := l.do(e, proto.MethodInitialize, map[string]any{"protocolVersion": proto.LegacyVersion,
+		"capabilities": json.RawMessage(caps), "clientInfo": map[string]any{"name": "legacy", "version": "1"}})
+	mustMatch(l.t, rep, 200, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"mcpq"}}}`)
+	if l.session = rep.Header.Get("Mcp-Session-Id"); !taskstate.ValidID(l.session) {
+		l.t.Fatalf("initialize gave session id %q", l.session)
+	}
+	if rep := l.send(context.Background(), e, nil, proto.NotifyInitialized, nil); rep.Status != http.StatusAccepted {
+		l.t.Fatalf("notifications/initialized: HTTP %d %s", rep.Status, rep.Body)
+	}
+}
+
+// TestLegacySession: a 2025-11-25 client's session from initialize to
+// DELETE, served by the same methods as the modern era.
+func TestLegacySession(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(e, `{"elicitation":{}}`)
+
+		mustMatch(t, l.do(e, proto.MethodPing, nil), 200, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		mustMatch(t, l.do(e, proto.MethodSetLevel, map[string]any{"level": "warning"}), 200, `{"result":{}}`)
+		mustMatch(t, l.do(e, proto.MethodSetLevel, map[string]any{"level": "loud"}), 200,
+			`{"error":{"code":-32602,"message":"Invalid params: unknown logging level \"loud\""}}`)
+		rep := l.do(e, proto.MethodToolsList, nil)
+		mustMatch(t, rep, 200, `{"id":1}`)
+		if tools, _ := lookup(rep.JSON, "result.tools"); len(tools.([]any)) != len(fixtureTools("")) {
+			t.Fatalf("tools/list: %s", rep.Body)
+		}
+		mustMatch(t, l.do(e, proto.MethodToolsCall, map[string]any{"name": toolGreet, "arguments": map[string]any{"name": "Ada"}}),
+			200, `{"result":{"content":[{"type":"text","text":"Hello, Ada!"}]}}`)
+		// An auto tool is held open for a legacy client, never a task.
+		mustMatch(t, l.do(e, proto.MethodToolsCall, map[string]any{"name": toolGreetAuto, "arguments": map[string]any{"name": "Bo"}}),
+			200, `{"result":{"content":[{"type":"text","text":"Hello, Bo!"}]}}`)
+		// JSON-RPC errors travel in a 200 answer in this era.
+		mustMatch(t, l.do(e, "tools/nope", nil), 200, `{"error":{"code":-32601,"message":"Method not found: tools/nope"}}`)
+		mustMatch(t, l.do(e, proto.MethodToolsCall, map[string]any{"name": "nope"}), 200, `{"error":{"code":-32602}}`)
+		mustMatch(t, l.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob}), 200, `{"error":{"code":-32602}}`)
+
+		// A wrong MCP-Protocol-Version header is the transport's 400.
+		h := http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {l.session}, "Mcp-Protocol-Version": {"2025-06-18"}}
+		rep = e.serve(context.Background(), http.MethodPost, []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), h)
+		mustMatch(t, rep, 400, `{"id":2,"error":{"code":-32600}}`)
+
+		// A modern request carrying a session id is served statelessly.
+		body := rpc(3, proto.MethodDiscover, metaPlain, nil)
+		h = deriveHeaders([]byte(body))
+		h.Set("Mcp-Session-Id", l.session)
+		mustMatch(t, e.serve(context.Background(), http.MethodPost, []byte(body), h), 200,
+			`{"result":{"supportedVersions":["2026-07-28","2025-11-25"]}}`)
+
+		// DELETE ends the session; later requests get 404, as does a second DELETE.
+		del := func() reply {
+			return e.serve(context.Background(), http.MethodDelete, nil, http.Header{"Mcp-Session-Id": {l.session}})
+		}
+		if rep := del(); rep.Status != http.StatusNoContent {
+			t.Fatalf("DELETE: HTTP %d %s", rep.Status, rep.Body)
+		}
+		mustMatch(t, l.do(e, proto.MethodPing, nil), 404, `{"error":{"code":-32600,"message":"Session not found: initialize a new session"}}`)
+		mustMatch(t, del(), 404, `{"error":{"code":-32600}}`)
+		if rep := e.serve(context.Background(), http.MethodDelete, nil, nil); rep.Status != http.StatusMethodNotAllowed {
+			t.Fatalf("DELETE without a session: HTTP %d", rep.Status)
+		}
+	})
+}
+
+// TestLegacySessionAcrossFrontEnds: a session opened on one front end is
+// served by another, and by a front end started after the first is gone.
+func TestLegacySessionAcrossFrontEnds(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		a := newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(a, `{}`)
+		mustMatch(t, l.do(a, proto.MethodSetLevel, map[string]any{"level": "error"}), 200, `{"result":{}}`)
+		if err := a.srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		c := newEnv(t, b, nil) // the restarted front end
+		mustMatch(t, l.do(c, proto.MethodPing, nil), 200, `{"result":{}}`)
+		mustMatch(t, l.do(c, proto.MethodToolsCall, map[string]any{"name": toolGreet, "arguments": map[string]any{"name": "Cy"}}),
+			200, `{"result":{"content":[{"text":"Hello, Cy!"}]}}`)
+	})
+}
+
+// TestLegacySessionIsolation: a session is bound to the principal that
+// opened it; another principal's requests and DELETE cannot reach it.
+func TestLegacySessionIsolation(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newKeyEnv(t, b, nil)
+		alice := &legacyClient{t: t, auth: "Bearer " + keyAlice}
+		alice.initialize(e, `{}`)
+		bob := &legacyClient{t: t, auth: "Bearer " + keyBob, session: alice.session}
+		mustMatch(t, bob.do(e, proto.MethodPing, nil), 404, `{"error":{"code":-32600}}`)
+		h := http.Header{"Mcp-Session-Id": {alice.session}, "Authorization": {bob.auth}}
+		mustMatch(t, e.serve(context.Background(), http.MethodDelete, nil, h), 404, `{"error":{"code":-32600}}`)
+		anon := &legacyClient{t: t, session: alice.session}
+		if rep := anon.do(e, proto.MethodPing, nil); rep.Status != http.StatusUnauthorized {
+			t.Fatalf("no key: HTTP %d %s", rep.Status, rep.Body)
+		}
+		mustMatch(t, alice.do(e, proto.MethodPing, nil), 200, `{"result":{}}`)
+	})
+}
+
+// TestModernOnly: with only the 2026-07-28 era, initialize gets the
+// unsupported-version error naming what is served, and DELETE is 405.
+func TestModernOnly(t *testing.T) {
+	e := newEnv(t, redistest.Mini(t), func(c *frontend.Config) { c.Eras = []string{proto.ProtocolVersion} })
+	l := &legacyClient{t: t}
+	rep := l.do(e, proto.MethodInitialize, map[string]any{"protocolVersion": proto.LegacyVersion, "capabilities": map[string]any{}})
+	mustMatch(t, rep, 400, `{"id":1,"error":{"code":-32022,"data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}}`)
+	if rep.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatal("a modern-only server minted a session")
+	}
+	mustMatch(t, e.post(rpc(2, proto.MethodDiscover, metaPlain, nil)), 200, `{"result":{"supportedVersions":["2026-07-28"]}}`)
+	if rep := e.serve(context.Background(), http.MethodDelete, nil, http.Header{"Mcp-Session-Id": {"x"}}); rep.Status != http.StatusMethodNotAllowed {
+		t.Fatalf("DELETE: HTTP %d", rep.Status)
+	}
+	// A modern initialize (with _meta) is still an unknown method.
+	mustMatch(t, e.post(rpc(3, proto.MethodInitialize, metaPlain, nil)), 404, `{"error":{"code":-32601}}`)
+}
+
+// TestLegacyProgress: a long call's statusMessage updates reach a legacy
+// client as notifications/progress on the request's stream, in order.
+func TestLegacyProgress(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(e, `{}`)
+		done := make(chan reply, 1)
+		go func() {
+			done <- l.do(e, proto.MethodToolsCall, map[string]any{"name": toolSlow,
+				"arguments": map[string]any{"name": "Di"}, "_meta": map[string]any{"progressToken": "pt-1"}})
+		}()
+		j := e.enq.nextJob(t)
+		ctx := context.Background()
+		for _, msg := range []string{"Step 1 of 2", "Step 2 of 2"} {
+			if err := e.store.Progress(ctx, j.Ref, j.Attempt, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.store.Finish(ctx, j.Ref, j.Attempt, outcomeFor(toolSlow, json.RawMessage(`{"name":"Di"}`))); err != nil {
+			t.Fatal(err)
+		}
+		rep := <-done
+		mustMatch(t, rep, 200, `{"result":{"content":[{"text":"Hello, Di!"}]}}`)
+		var got []string
+		for _, ev := range rep.Events[:len(rep.Events)-1] {
+			if ev["method"] != proto.NotifyProgress {
+				t.Fatalf("unexpected event %v", ev)
+			}
+			got = append(got, str(ev, "params.message")+"@"+string(ev["params"].(map[string]any)["progress"].(json.Number))+
+				"/"+str(ev, "params.progressToken"))
+		}
+		// The claim's "Running" is the first status update.
+		want := []string{"Running@0/pt-1", "Step 1 of 2@1/pt-1", "Step 2 of 2@2/pt-1"}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Fatalf("progress %q, want %q", got, want)
+		}
+	})
+}

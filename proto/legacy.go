@@ -1,0 +1,102 @@
+package proto
+
+import "encoding/json"
+
+// The legacy era: protocol revision 2025-11-25, which opens an HTTP
+// session with an initialize handshake (Mcp-Session-Id) instead of sending
+// version and capabilities on every request. A dual-era server serves it
+// next to ProtocolVersion on the same endpoint (docs/eras.md).
+const (
+	// LegacyVersion is the handshake-era revision mcpq serves.
+	LegacyVersion = "2025-11-25"
+)
+
+// Methods and notifications that exist only in the legacy era.
+const (
+	MethodInitialize       = "initialize"
+	MethodPing             = "ping"
+	MethodSetLevel         = "logging/setLevel"
+	MethodResSubscribe     = "resources/subscribe"
+	MethodResUnsubscribe   = "resources/unsubscribe"
+	NotifyInitialized      = "notifications/initialized"
+	NotifyRootsListChanged = "notifications/roots/list_changed"
+)
+
+// InitializeParams are the params of a legacy initialize request.
+type InitializeParams struct {
+	// ProtocolVersion is the latest revision the client speaks.
+	ProtocolVersion string `json:"protocolVersion"`
+	// Capabilities is what the client offers for the whole session.
+	Capabilities json.RawMessage `json:"capabilities"`
+	// ClientInfo names the client (unverified).
+	ClientInfo *Implementation `json:"clientInfo"`
+}
+
+// LegacyCapabilities is the ServerCapabilities of an initialize result:
+// the 2025-11-25 shape, whose tasks capability is the revision's own
+// (never the extension, which that revision does not know).
+type LegacyCapabilities struct {
+	// Tools is present when the server has tools.
+	Tools *ListChangedCapability `json:"tools,omitempty"`
+	// Prompts is present when the server has prompts.
+	Prompts *ListChangedCapability `json:"prompts,omitempty"`
+	// Resources is present when the server has resources.
+	Resources *ResourcesCapability `json:"resources,omitempty"`
+	// Completions is present when the server completes arguments.
+	Completions *struct{} `json:"completions,omitempty"`
+	// Logging is present when the client may set a log level.
+	Logging *struct{} `json:"logging,omitempty"`
+	// Tasks is the 2025-11-25 tasks capability: which requests may be
+	// task-augmented and whether tasks/list and tasks/cancel are served.
+	Tasks *LegacyTasksCapability `json:"tasks,omitempty"`
+}
+
+// LegacyTasksCapability is the server's 2025-11-25 tasks capability.
+type LegacyTasksCapability struct {
+	// List is present when tasks/list is served.
+	List *struct{} `json:"list,omitempty"`
+	// Cancel is present when tasks/cancel is served.
+	Cancel *struct{} `json:"cancel,omitempty"`
+	// Requests names the requests that may carry a task parameter.
+	Requests *LegacyTaskRequests `json:"requests,omitempty"`
+}
+
+// LegacyTaskRequests lists the task-augmentable requests by area.
+type LegacyTaskRequests struct {
+	// Tools holds {"call": {}} when tools/call may be task-augmented.
+	Tools map[string]struct{} `json:"tools,omitempty"`
+}
+
+// InitializeResult answers a legacy initialize.
+type InitializeResult struct {
+	// Meta carries result metadata.
+	Meta ResultMeta `json:"_meta,omitempty"`
+	// ProtocolVersion is the revision the session speaks.
+	ProtocolVersion string `json:"protocolVersion"`
+	// Capabilities is what the server offers for the session.
+	Capabilities LegacyCapabilities `json:"capabilities"`
+	// ServerInfo names the server.
+	ServerInfo Implementation `json:"serverInfo"`
+	// Instructions is optional guidance for the model.
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// LegacyClientCapabilities is the part of a legacy client's initialize
+// capabilities mcpq reads: the input kinds it can answer and its tasks
+// capability. The rest is kept in the session as sent.
+type LegacyClientCapabilities struct {
+	// Roots is present when the client can list roots.
+	Roots json.RawMessage `json:"roots,omitempty"`
+	// Sampling is present when the client can sample.
+	Sampling json.RawMessage `json:"sampling,omitempty"`
+	// Elicitation is present when the client can elicit input.
+	Elicitation json.RawMessage `json:"elicitation,omitempty"`
+	// Tasks is present when the client speaks the 2025-11-25 tasks utility.
+	Tasks json.RawMessage `json:"tasks,omitempty"`
+}
+
+// SetLevelParams are the params of logging/setLevel.
+type SetLevelParams struct {
+	// Level is the lowest level the client wants notifications/message for.
+	Level LoggingLevel `json:"level"`
+}
