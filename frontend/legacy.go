@@ -97,6 +97,8 @@ func (s *Server) dispatchLegacy(c *call) (any, error) {
 		return s.listLegacyTools(ctx, c)
 	case proto.MethodToolsCall:
 		return s.callLegacyTool(ctx, c)
+	case proto.MethodResSubscribe, proto.MethodResUnsubscribe:
+		return s.subscribe(ctx, c, c.req.Method == proto.MethodResSubscribe)
 	}
 	if !slices.Contains(legacyMethods, c.req.Method) {
 		return nil, proto.NewError(proto.CodeMethodNotFound, "Method not found: %s", c.req.Method)
@@ -177,9 +179,9 @@ func (s *Server) initialize(ctx context.Context, c *call) (any, error) {
 	return &proto.InitializeResult{
 		ProtocolVersion: proto.LegacyVersion,
 		Capabilities: proto.LegacyCapabilities{
-			Tools:       &proto.ListChangedCapability{},
-			Prompts:     &proto.ListChangedCapability{},
-			Resources:   &proto.ResourcesCapability{},
+			Tools:       &proto.ListChangedCapability{ListChanged: true},
+			Prompts:     &proto.ListChangedCapability{ListChanged: true},
+			Resources:   &proto.ResourcesCapability{Subscribe: true, ListChanged: true},
 			Completions: &struct{}{},
 			Logging:     &struct{}{},
 		},

@@ -1,9 +1,12 @@
 package frontend_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/mcpq/mcpq/frontend"
@@ -208,6 +211,66 @@ func TestLegacyProgress(t *testing.T) {
 		want := []string{"Running@0/pt-1", "Step 1 of 2@1/pt-1", "Step 2 of 2@2/pt-1"}
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 			t.Fatalf("progress %q, want %q", got, want)
+		}
+	})
+}
+
+// TestLegacyStream: resources/subscribe on one front end, the session's
+// GET stream on another carries updates of the subscribed resource only.
+func TestLegacyStream(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		a, other := newEnv(t, b, nil), newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(a, `{}`)
+		mustMatch(t, l.do(a, proto.MethodResSubscribe, map[string]any{"uri": "test://watched"}), 200, `{"result":{}}`)
+		mustMatch(t, l.do(a, proto.MethodResSubscribe, map[string]any{"uri": "test://dropped"}), 200, `{"result":{}}`)
+		mustMatch(t, l.do(a, proto.MethodResUnsubscribe, map[string]any{"uri": "test://dropped"}), 200, `{"result":{}}`)
+
+		ts := httptest.NewServer(other.h)
+		defer ts.Close()
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", l.session)
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("GET: HTTP %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		sc := bufio.NewScanner(res.Body)
+		if !sc.Scan() { // the opening keep-alive: the stream is subscribed
+			t.Fatal("stream ended before it opened")
+		}
+		ctx := context.Background()
+		for _, uri := range []string{"test://dropped", "test://other", "test://watched"} {
+			if err := a.store.AnnounceResourceUpdated(ctx, uri); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			if want := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://watched"}}`; data != want {
+				t.Fatalf("event %s, want %s", data, want)
+			}
+			break
+		}
+		// Without a session, or with an unknown one, GET is not a stream.
+		for _, c := range []struct {
+			session string
+			status  int
+		}{{"", http.StatusMethodNotAllowed}, {taskstate.NewID(), http.StatusNotFound}} {
+			h := http.Header{"Accept": {"text/event-stream"}}
+			if c.session != "" {
+				h.Set("Mcp-Session-Id", c.session)
+			}
+			if rep := other.serve(ctx, http.MethodGet, nil, h); rep.Status != c.status {
+				t.Errorf("GET with session %q: HTTP %d, want %d", c.session, rep.Status, c.status)
+			}
 		}
 	})
 }

@@ -57,6 +57,10 @@ func (k Keys) StateKey() string { return k.Prefix + "state-key" }
 // expires after an idle time, renewed on every request. Type: hash.
 func (k Keys) Session(owner, id string) string { return k.Prefix + "{" + owner + "}:session:" + id }
 
+// SessionSubscriptions holds the resource URIs a legacy session subscribed
+// to (resources/subscribe); it expires with its session. Type: set.
+func (k Keys) SessionSubscriptions(owner, id string) string { return k.Session(owner, id) + ":subs" }
+
 // Deadlines indexes one owner's tasks that have a TTL: member task id,
 // score the deadline (unix ms). The reaper walks it. Type: sorted set.
 func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }

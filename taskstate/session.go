@@ -64,6 +64,7 @@ func (s *Store) Session(ctx context.Context, owner, id string, idle time.Duratio
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		all = p.HGetAll(ctx, key)
 		p.PExpire(ctx, key, idle)
+		p.PExpire(ctx, s.keys.SessionSubscriptions(owner, id), idle)
 		return nil
 	})
 	if err != nil {
@@ -93,7 +94,7 @@ func (s *Store) DeleteSession(ctx context.Context, owner, id string) error {
 	if !ValidID(id) {
 		return ErrNoSession
 	}
-	n, err := s.rdb.Del(ctx, s.keys.Session(owner, id)).Result()
+	n, err := s.rdb.Del(ctx, s.keys.Session(owner, id), s.keys.SessionSubscriptions(owner, id)).Result()
 	if err != nil {
 		return err
 	}
@@ -101,4 +102,44 @@ func (s *Store) DeleteSession(ctx context.Context, owner, id string) error {
 		return ErrNoSession
 	}
 	return nil
+}
+
+// MaxSessionSubscriptions bounds the resources one legacy session may
+// subscribe to (docs/security.md), as MaxListenResources bounds a listen.
+const MaxSessionSubscriptions = 100
+
+// ErrSubscriptionsLimit: the session holds MaxSessionSubscriptions already.
+var ErrSubscriptionsLimit = errors.New("taskstate: too many resource subscriptions in this session")
+
+// Subscribe adds uri to the session's resource subscriptions (true) or
+// removes it (false).
+func (s *Store) Subscribe(ctx context.Context, owner, id, uri string, on bool, idle time.Duration) error {
+	key := s.keys.SessionSubscriptions(owner, id)
+	if !on {
+		return s.rdb.SRem(ctx, key, uri).Err()
+	}
+	n, err := s.rdb.SCard(ctx, key).Result()
+	if err != nil {
+		return err
+	}
+	if n >= MaxSessionSubscriptions {
+		ok, err := s.rdb.SIsMember(ctx, key, uri).Result()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrSubscriptionsLimit
+		}
+	}
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, key, uri)
+		p.PExpire(ctx, key, idle)
+		return nil
+	})
+	return err
+}
+
+// Subscribed reports whether the session subscribed to uri.
+func (s *Store) Subscribed(ctx context.Context, owner, id, uri string) (bool, error) {
+	return s.rdb.SIsMember(ctx, s.keys.SessionSubscriptions(owner, id), uri).Result()
 }
