@@ -43,6 +43,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: the request body could not be read"), http.StatusBadRequest))
 		return
 	}
+	if r.Header.Get(headerSessionID) != "" && s.legacyOn() && jsonDepth(body) <= s.cfg.MaxDepth {
+		if resp, ok := asClientResponse(body); ok { // a legacy client answering an input request
+			s.serveClientResponse(w, r, principal, resp)
+			return
+		}
+	}
 	req, rerr := parseRequest(body, s.cfg.MaxDepth)
 	if rerr != nil {
 		id := nullID

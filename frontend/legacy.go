@@ -223,9 +223,6 @@ func (s *Server) callLegacyTool(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := res.(*proto.InputRequiredResult); ok {
-		return nil, proto.NewError(proto.CodeInternalError, "The tool asked for input, which mcpq cannot yet relay to a %s session", proto.LegacyVersion)
-	}
 	return s.withMeta(res), nil
 }
 

@@ -274,3 +274,71 @@ func TestLegacyStream(t *testing.T) {
 		}
 	})
 }
+
+// TestLegacyInputRelay: a held legacy call whose task asks for input gets
+// the question as a server-to-client request on its stream; the answer,
+// POSTed to another front end, resumes the task and the call ends with
+// its result.
+func TestLegacyInputRelay(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		a, other := newEnv(t, b, nil), newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(a, `{"elicitation":{}}`)
+		ts := httptest.NewServer(a.h)
+		defer ts.Close()
+		body := `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"slow_compute","arguments":{"name":"Ed"}}}`
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", l.session)
+		events := make(chan map[string]any, 16)
+		go func() {
+			defer close(events)
+			res, err := ts.Client().Do(req)
+			if err != nil {
+				return
+			}
+			defer res.Body.Close()
+			sc := bufio.NewScanner(res.Body)
+			for sc.Scan() {
+				if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+					var m map[string]any
+					_ = json.Unmarshal([]byte(data), &m)
+					events <- m
+				}
+			}
+		}()
+		j := a.enq.nextJob(t)
+		a.park(j.Ref, j.Attempt, "ask")
+		ev := <-events
+		if ev["method"] != proto.MethodElicit || str(ev, "params.message") == "" {
+			t.Fatalf("first event %v, want an elicitation/create request", ev)
+		}
+		id := str(ev, "id")
+
+		answer := func(e *env, id string) reply {
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+				"result": map[string]any{"action": "accept", "content": map[string]any{"name": "Ed"}}})
+			return e.serve(context.Background(), http.MethodPost, b, http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {l.session}})
+		}
+		mustMatch(t, answer(other, "not-ours"), 400, `{"error":{"code":-32600}}`)
+		if rep := answer(other, id); rep.Status != http.StatusAccepted {
+			t.Fatalf("answer: HTTP %d %s", rep.Status, rep.Body)
+		}
+		resumed := other.enq.nextJob(t) // the answer resumed the task through the other front end
+		rec, err := other.store.Get(context.Background(), j.Ref)
+		if err != nil || string(rec.Answers["ask"]) != `{"action":"accept","content":{"name":"Ed"}}` {
+			t.Fatalf("answers in the record: %s (%v)", rec.Answers["ask"], err)
+		}
+		if err := other.store.Finish(context.Background(), j.Ref, resumed.Attempt, outcomeFor(toolSlow, json.RawMessage(`{"name":"Ed"}`))); err != nil {
+			t.Fatal(err)
+		}
+		var last map[string]any
+		for ev := range events {
+			last = ev
+		}
+		if got, _ := lookup(last, "result.content"); str(last, "id") != "call-1" || got == nil || str(got.([]any)[0], "text") != "Hello, Ed!" {
+			t.Fatalf("call answered %v", last)
+		}
+	})
+}

@@ -114,6 +114,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			wait = time.Duration(inv.def.SyncBudgetMs) * time.Millisecond
 		}
 	}
+	waitStart := time.Now()
 	if !settled(rec) {
 		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
 			return nil, err
@@ -121,6 +122,8 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	}
 
 	switch {
+	case rec.Status == proto.StatusInputRequired && c.session != nil:
+		return s.relayInput(ctx, c, sub, rec, waitStart, wait)
 	case rec.Status == proto.StatusInputRequired:
 		return s.askInput(ctx, c, rec, bind())
 	case policy == proto.PolicyTask:

@@ -95,6 +95,19 @@ type LegacyClientCapabilities struct {
 	Tasks json.RawMessage `json:"tasks,omitempty"`
 }
 
+// ServerRequest is a JSON-RPC request the server sends a legacy client on
+// a stream (elicitation/create, sampling/createMessage, roots/list).
+type ServerRequest struct {
+	// JSONRPC is always "2.0".
+	JSONRPC string `json:"jsonrpc"`
+	// ID names the request; the client's response echoes it.
+	ID string `json:"id"`
+	// Method is the request's method.
+	Method string `json:"method"`
+	// Params are the request's params.
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
 // SetLevelParams are the params of logging/setLevel.
 type SetLevelParams struct {
 	// Level is the lowest level the client wants notifications/message for.
