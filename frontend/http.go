@@ -76,7 +76,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
 			s.log.Error("request failed", "method", req.Method, "err", err)
 		}
-		if c.session != nil || (req.Method == proto.MethodInitialize && s.legacyOn()) {
+		if c.legacy {
 			status = legacyStatus(err, status)
 		}
 		setRetryAfter(w.Header(), status)
@@ -212,6 +212,7 @@ func validID(id json.RawMessage) bool {
 // dispatch validates the per-request _meta and headers and runs the method.
 func (s *Server) dispatch(c *call) (any, error) {
 	if isLegacy(c.httpReq, c.req) && (s.legacyOn() || c.req.Method == proto.MethodInitialize) {
+		c.legacy = s.legacyOn() // its errors travel in a 200 (legacyStatus)
 		return s.dispatchLegacy(c)
 	}
 	m, ok := s.methods[c.req.Method]

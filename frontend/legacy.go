@@ -97,6 +97,14 @@ func (s *Server) dispatchLegacy(c *call) (any, error) {
 		return s.listLegacyTools(ctx, c)
 	case proto.MethodToolsCall:
 		return s.callLegacyTool(ctx, c)
+	case proto.MethodTasksGet:
+		return s.legacyGetTask(ctx, c)
+	case proto.MethodTasksCncl:
+		return s.legacyCancelTask(ctx, c)
+	case proto.MethodTasksList:
+		return s.legacyListTasks(ctx, c)
+	case proto.MethodTasksRes:
+		return s.legacyTaskResult(ctx, c)
 	case proto.MethodResSubscribe, proto.MethodResUnsubscribe:
 		return s.subscribe(ctx, c, c.req.Method == proto.MethodResSubscribe)
 	}
@@ -184,6 +192,8 @@ func (s *Server) initialize(ctx context.Context, c *call) (any, error) {
 			Resources:   &proto.ResourcesCapability{Subscribe: true, ListChanged: true},
 			Completions: &struct{}{},
 			Logging:     &struct{}{},
+			Tasks: &proto.LegacyTasksCapability{List: &struct{}{}, Cancel: &struct{}{},
+				Requests: &proto.LegacyTaskRequests{Tools: map[string]struct{}{"call": {}}}},
 		},
 		ServerInfo:   s.cfg.ServerInfo,
 		Instructions: "Long-running tools may take minutes; progress arrives as notifications/progress when the call carries a progressToken.",
@@ -200,30 +210,6 @@ func joinVersions(v []string) string {
 		out += x
 	}
 	return out
-}
-
-// listLegacyTools is tools/list as 2025-11-25 shows it.
-func (s *Server) listLegacyTools(ctx context.Context, c *call) (any, error) {
-	res, err := s.listTools(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return s.withMeta(res), nil
-}
-
-// callLegacyTool is tools/call for a legacy session: the call is held open
-// until the tool ends (a legacy client without tasks cannot be handed a
-// task), with its progress on the request's SSE stream.
-func (s *Server) callLegacyTool(ctx context.Context, c *call) (any, error) {
-	res, err := s.callTool(ctx, c)
-	var pe *proto.Error
-	if errors.As(err, &pe) && pe.Code == proto.CodeMissingRequiredClientCapability {
-		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: this tool runs only as a task, which this session cannot receive")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s.withMeta(res), nil
 }
 
 // legacyStatus is the HTTP status of a legacy request's error: the

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
@@ -91,7 +92,7 @@ func TestLegacySession(t *testing.T) {
 		// JSON-RPC errors travel in a 200 answer in this era.
 		mustMatch(t, l.do(e, "tools/nope", nil), 200, `{"error":{"code":-32601,"message":"Method not found: tools/nope"}}`)
 		mustMatch(t, l.do(e, proto.MethodToolsCall, map[string]any{"name": "nope"}), 200, `{"error":{"code":-32602}}`)
-		mustMatch(t, l.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob}), 200, `{"error":{"code":-32602}}`)
+		mustMatch(t, l.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob}), 200, `{"error":{"code":-32601}}`)
 
 		// A wrong MCP-Protocol-Version header is the transport's 400.
 		h := http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {l.session}, "Mcp-Protocol-Version": {"2025-06-18"}}
@@ -340,5 +341,84 @@ func TestLegacyInputRelay(t *testing.T) {
 		if got, _ := lookup(last, "result.content"); str(last, "id") != "call-1" || got == nil || str(got.([]any)[0], "text") != "Hello, Ed!" {
 			t.Fatalf("call answered %v", last)
 		}
+	})
+}
+
+// TestLegacyTasks: the 2025-11-25 tasks utility on the same records as the
+// Tasks extension. A task created by either era is seen by both, each in
+// its own shape, and by no other principal.
+func TestLegacyTasks(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newKeyEnv(t, b, nil)
+		e.enq.setHold(true) // tasks stay working until the test ends them
+		alice := &legacyClient{t: t, auth: "Bearer " + keyAlice}
+		alice.initialize(e, `{"tasks":{}}`)
+		bob := &legacyClient{t: t, auth: "Bearer " + keyBob}
+		bob.initialize(e, `{"tasks":{}}`)
+
+		rep := alice.do(e, proto.MethodToolsList, nil)
+		for _, tool := range rep.JSON["result"].(map[string]any)["tools"].([]any) {
+			want := map[string]string{toolGreet: "forbidden", toolSlow: "optional", toolTaskJob: "required"}[str(tool, "name")]
+			if got := str(tool, "execution.taskSupport"); want != "" && got != want {
+				t.Errorf("%s: taskSupport %q, want %q", str(tool, "name"), got, want)
+			}
+		}
+		mustMatch(t, alice.do(e, proto.MethodToolsCall, map[string]any{"name": toolGreet, "task": map[string]any{}}), 200,
+			`{"error":{"code":-32601}}`)
+		mustMatch(t, alice.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob}), 200, `{"error":{"code":-32601}}`)
+
+		rep = alice.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob, "task": map[string]any{"ttl": 60000}})
+		mustMatch(t, rep, 200, `{"result":{"task":{"taskId":"<taskid>","status":"working","ttl":3600000}}}`)
+		legacyID := str(rep.JSON, "result.task.taskId")
+		e.clock.Advance(time.Millisecond) // newest first
+		modernID := e.createAs(keyAlice, toolTaskJob)
+
+		for _, id := range []string{legacyID, modernID} {
+			mustMatch(t, alice.do(e, proto.MethodTasksGet, map[string]any{"taskId": id}), 200,
+				`{"result":{"taskId":"`+id+`","status":"working","ttl":3600000}}`)
+			rep := e.send(keyAlice, rpc(1, proto.MethodTasksGet, metaTasks, map[string]any{"taskId": id}), nil)
+			mustMatch(t, rep, 200, `{"result":{"resultType":"complete","taskId":"`+id+`","status":"working","ttlMs":3600000}}`)
+			if _, legacyShape := rep.JSON["result"].(map[string]any)["ttl"]; legacyShape {
+				t.Errorf("modern tasks/get shows the legacy ttl: %s", rep.Body)
+			}
+			mustMatch(t, bob.do(e, proto.MethodTasksGet, map[string]any{"taskId": id}), 200,
+				`{"error":{"code":-32602,"message":"Failed to retrieve task: Task not found"}}`)
+			mustMatch(t, e.send(keyBob, rpc(1, proto.MethodTasksGet, metaTasks, map[string]any{"taskId": id}), nil), 200,
+				`{"error":{"code":-32602,"message":"Failed to retrieve task: Task not found"}}`)
+			mustMatch(t, bob.do(e, proto.MethodTasksCncl, map[string]any{"taskId": id}), 200, `{"error":{"code":-32602}}`)
+		}
+		listed := func(l *legacyClient) []string {
+			var ids []string
+			for _, task := range l.do(e, proto.MethodTasksList, map[string]any{}).JSON["result"].(map[string]any)["tasks"].([]any) {
+				ids = append(ids, str(task, "taskId"))
+			}
+			return ids
+		}
+		if got := listed(alice); len(got) != 2 || got[0] != modernID || got[1] != legacyID {
+			t.Errorf("alice lists %v, want [%s %s]", got, modernID, legacyID)
+		}
+		if got := listed(bob); len(got) != 0 {
+			t.Errorf("bob lists %v", got)
+		}
+
+		// A modern client cancels the legacy task (no worker holds it: it
+		// ends at once), and the legacy client the modern one.
+		mustMatch(t, e.send(keyAlice, rpc(1, proto.MethodTasksCncl, metaTasks, map[string]any{"taskId": legacyID}), nil), 200,
+			`{"result":{"resultType":"complete"}}`)
+		mustMatch(t, alice.do(e, proto.MethodTasksGet, map[string]any{"taskId": legacyID}), 200, `{"result":{"status":"cancelled"}}`)
+		mustMatch(t, alice.do(e, proto.MethodTasksCncl, map[string]any{"taskId": legacyID}), 200, `{"error":{"code":-32602}}`)
+		mustMatch(t, alice.do(e, proto.MethodTasksCncl, map[string]any{"taskId": modernID}), 200,
+			`{"result":{"taskId":"`+modernID+`","status":"cancelled"}}`)
+		mustMatch(t, e.send(keyAlice, rpc(1, proto.MethodTasksGet, metaTasks, map[string]any{"taskId": modernID}), nil), 200,
+			`{"result":{"status":"cancelled"}}`)
+
+		// tasks/result waits for the end and answers the call's result.
+		e.enq.setHold(false)
+		rep = alice.do(e, proto.MethodToolsCall, map[string]any{"name": toolGreetAuto, "arguments": map[string]any{"name": "Flo"}, "task": map[string]any{}})
+		doneID := str(rep.JSON, "result.task.taskId")
+		mustMatch(t, alice.do(e, proto.MethodTasksRes, map[string]any{"taskId": doneID}), 200,
+			`{"result":{"content":[{"text":"Hello, Flo!"}],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"`+doneID+`"}}}}`)
+		mustMatch(t, alice.do(e, proto.MethodTasksRes, map[string]any{"taskId": legacyID}), 200, `{"error":{"code":-32603}}`)
+		mustMatch(t, bob.do(e, proto.MethodTasksRes, map[string]any{"taskId": doneID}), 200, `{"error":{"code":-32602}}`)
 	})
 }

@@ -88,7 +88,9 @@ func (s *Server) relayInput(ctx context.Context, c *call, sub *taskstate.Subscri
 	if rec.Status.Terminal() {
 		return finalResult(rec)
 	}
-	_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+	if !c.observer {
+		_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+	}
 	return nil, proto.NewError(proto.CodeInternalError, "Timed out after %s waiting for input", wait)
 }
 

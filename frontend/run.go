@@ -78,7 +78,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		}
 	} else {
 		ref = taskstate.Ref{Owner: owner, ID: taskstate.NewID()}
-		handOut := policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0
+		handOut := (policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0) || c.legacyTask
 		if !handOut {
 			// Subscribe before the create, so no state change can be missed.
 			if sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref)); err != nil {
@@ -232,7 +232,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 		case <-ctx.Done():
 			// The client went away, or its key was revoked: nobody can
 			// receive this call's answer.
-			_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+			if !c.observer {
+				_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+			}
 			return nil, endedBy(ctx)
 		}
 	}

@@ -46,17 +46,25 @@ type call struct {
 	meta      *proto.RequestMeta
 	names     *routing // params fields decoded with _meta
 	resp      *responder
+	// legacy: the request is served in the 2025-11-25 era.
+	legacy bool
 	// session is the legacy session the request belongs to (nil: modern).
 	session *taskstate.Session
 	// progress is the last notifications/progress value sent (legacy
 	// calls number their statusMessage updates after it).
 	progress     float64
 	progressSent bool
+	// legacyTask: a 2025-11-25 tools/call with a task parameter, answered
+	// with a task at once.
+	legacyTask bool
+	// observer: the request only watches a task (2025-11-25 tasks/result);
+	// leaving or timing out does not cancel it.
+	observer bool
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.
 func (c *call) tasksDeclared() bool {
-	return c.meta.ClientCapabilities.HasExtension(proto.TasksExtension)
+	return c.legacyTask || c.meta.ClientCapabilities.HasExtension(proto.TasksExtension)
 }
 
 // New returns a Server. Close releases its pub/sub connection.

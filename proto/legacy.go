@@ -113,3 +113,69 @@ type SetLevelParams struct {
 	// Level is the lowest level the client wants notifications/message for.
 	Level LoggingLevel `json:"level"`
 }
+
+// LegacyTask is a task as the 2025-11-25 tasks utility shows it: the same
+// record as Task, with that revision's field names.
+type LegacyTask struct {
+	// TaskID is the server-generated, unguessable id.
+	TaskID string `json:"taskId"`
+	// Status is the current status.
+	Status TaskStatus `json:"status"`
+	// StatusMessage is human-readable progress.
+	StatusMessage string `json:"statusMessage,omitempty"`
+	// CreatedAt is the ISO 8601 creation time.
+	CreatedAt string `json:"createdAt"`
+	// LastUpdatedAt is the ISO 8601 time of the last change.
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	// TTL is the lifetime from CreatedAt in ms; nil means unlimited (JSON null).
+	TTL *int64 `json:"ttl"`
+	// PollInterval is the suggested polling interval in ms.
+	PollInterval *int64 `json:"pollInterval,omitempty"`
+}
+
+// LegacyTaskOf is t in the 2025-11-25 shape.
+func LegacyTaskOf(t Task) LegacyTask {
+	return LegacyTask{TaskID: t.TaskID, Status: t.Status, StatusMessage: t.StatusMessage, CreatedAt: t.CreatedAt,
+		LastUpdatedAt: t.LastUpdatedAt, TTL: t.TTLMs, PollInterval: t.PollIntervalMs}
+}
+
+// LegacyCreateTaskResult answers a task-augmented 2025-11-25 request.
+type LegacyCreateTaskResult struct {
+	// Meta carries result metadata.
+	Meta ResultMeta `json:"_meta,omitempty"`
+	// Task is the task created.
+	Task LegacyTask `json:"task"`
+}
+
+// LegacyTaskResult answers 2025-11-25 tasks/get and tasks/cancel.
+type LegacyTaskResult struct {
+	// Meta carries result metadata.
+	Meta ResultMeta `json:"_meta,omitempty"`
+	LegacyTask
+}
+
+// LegacyTaskList answers 2025-11-25 tasks/list.
+type LegacyTaskList struct {
+	// Meta carries result metadata.
+	Meta ResultMeta `json:"_meta,omitempty"`
+	// Tasks is the page, newest first.
+	Tasks []LegacyTask `json:"tasks"`
+	// NextCursor continues the listing; empty on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// LegacyTool is a tools/list entry with the 2025-11-25 execution field.
+type LegacyTool struct {
+	Tool
+	// Execution says whether the tool may or must run as a task.
+	Execution *ToolExecution `json:"execution,omitempty"`
+}
+
+// ToolExecution is a 2025-11-25 tool's execution field.
+type ToolExecution struct {
+	// TaskSupport is "forbidden", "optional" or "required".
+	TaskSupport string `json:"taskSupport"`
+}
+
+// MetaRelatedTask names the task a 2025-11-25 message belongs to.
+const MetaRelatedTask = "io.modelcontextprotocol/related-task"
