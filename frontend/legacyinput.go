@@ -70,6 +70,9 @@ func (s *Server) relayInput(ctx context.Context, c *call, sub *taskstate.Subscri
 				Params json.RawMessage `json:"params,omitempty"`
 			}
 			_ = json.Unmarshal(rec.InputRequests[k], &r)
+			if c.observer { // tasks/result: the request belongs to a task the client knows
+				r.Params = withRelatedTask(r.Params, ref.ID)
+			}
 			if !c.resp.notify(proto.ServerRequest{JSONRPC: proto.JSONRPCVersion, ID: inputRequestID(ref.ID, k),
 				Method: r.Method, Params: r.Params}) {
 				_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
@@ -147,4 +150,17 @@ func (s *Server) serveClientResponse(w http.ResponseWriter, r *http.Request, pri
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// withRelatedTask adds _meta["io.modelcontextprotocol/related-task"] to a
+// request's params (2025-11-25 tasks: messages of a task name it).
+func withRelatedTask(params json.RawMessage, taskID string) json.RawMessage {
+	p := map[string]json.RawMessage{}
+	_ = json.Unmarshal(params, &p)
+	meta := map[string]json.RawMessage{}
+	_ = json.Unmarshal(p["_meta"], &meta)
+	meta[proto.MetaRelatedTask], _ = json.Marshal(map[string]string{"taskId": taskID})
+	p["_meta"], _ = json.Marshal(meta)
+	out, _ := json.Marshal(p)
+	return out
 }

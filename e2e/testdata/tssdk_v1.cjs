@@ -15,9 +15,11 @@ function must(cond, what) {
 
 async function main() {
   const elicited = [];
+  const related = [];
   const client = new Client({ name: 'mcpq-e2e', version: '1.0.0' }, { capabilities: { elicitation: {} } });
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     elicited.push(req.params.message);
+    related.push(req.params._meta?.['io.modelcontextprotocol/related-task']?.taskId);
     return { action: 'accept', content: { confirm: true } };
   });
   const transport = new StreamableHTTPClientTransport(new URL(url));
@@ -43,6 +45,7 @@ async function main() {
   }
   must(created && created.status === 'working', `no working task created: ${JSON.stringify(seen)}`);
   must(elicited.length === 1 && elicited[0] === 'Delete a.txt?', `elicitations ${JSON.stringify(elicited)}`);
+  must(related[0] === created.taskId, `the elicitation names task ${related[0]}, want ${created.taskId}`);
   must(result?.content?.[0]?.text === 'Deleted a.txt', `result ${JSON.stringify(result)}`);
   const again = await client.experimental.tasks.getTaskResult(created.taskId, CallToolResultSchema);
   must(again.content[0].text === 'Deleted a.txt', `tasks/result again: ${JSON.stringify(again)}`);
