@@ -422,3 +422,76 @@ func TestLegacyTasks(t *testing.T) {
 		mustMatch(t, bob.do(e, proto.MethodTasksRes, map[string]any{"taskId": doneID}), 200, `{"error":{"code":-32602}}`)
 	})
 }
+
+// TestLegacyTaskResultStream: a tasks/result waiting for a task shows its
+// states as notifications/tasks/status and relays its input request (naming
+// the task) on the request's stream, then answers the result.
+func TestLegacyTaskResultStream(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(e, `{"elicitation":{},"tasks":{}}`)
+		rep := l.do(e, proto.MethodToolsCall, map[string]any{"name": toolSlow, "arguments": map[string]any{"name": "Gus"}, "task": map[string]any{}})
+		id := str(rep.JSON, "result.task.taskId")
+		j := e.enq.nextJob(t)
+		ts := httptest.NewServer(e.h)
+		defer ts.Close()
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":"r-1","method":"tasks/result","params":{"taskId":"`+id+`"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", l.session)
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		next := func() map[string]any {
+			for sc.Scan() {
+				if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+					var m map[string]any
+					if err := json.Unmarshal([]byte(data), &m); err != nil {
+						t.Fatal(err)
+					}
+					return m
+				}
+			}
+			t.Fatal("stream ended")
+			return nil
+		}
+		if ev := next(); ev["method"] != proto.NotifyTaskStatus || str(ev, "params.status") != "working" || str(ev, "params.taskId") != id {
+			t.Fatalf("first event %v", ev)
+		}
+		e.park(j.Ref, j.Attempt, "ask")
+		if ev := next(); ev["method"] != proto.NotifyTaskStatus || str(ev, "params.status") != "input_required" {
+			t.Fatalf("second event %v", ev)
+		}
+		ev := next()
+		if ev["method"] != proto.MethodElicit {
+			t.Fatalf("third event %v", ev)
+		}
+		meta, _ := lookup(ev, "params._meta")
+		if rt, _ := meta.(map[string]any)[proto.MetaRelatedTask].(map[string]any); rt["taskId"] != id {
+			t.Fatalf("input request %v does not name task %s", ev, id)
+		}
+		ans, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": ev["id"], "result": map[string]any{"action": "decline"}})
+		if rep := e.serve(context.Background(), http.MethodPost, ans, http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {l.session}}); rep.Status != http.StatusAccepted {
+			t.Fatalf("answer: HTTP %d %s", rep.Status, rep.Body)
+		}
+		resumed := e.enq.nextJob(t)
+		if err := e.store.Finish(context.Background(), j.Ref, resumed.Attempt, outcomeFor(toolSlow, json.RawMessage(`{"name":"Gus"}`))); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ev := next()
+			if ev["method"] == proto.NotifyTaskStatus {
+				continue // working again, completed
+			}
+			if got, _ := lookup(ev, "result.content"); str(ev, "id") != "r-1" || got == nil || str(got.([]any)[0], "text") != "Hello, Gus!" {
+				t.Fatalf("tasks/result answered %v", ev)
+			}
+			break
+		}
+	})
+}

@@ -154,8 +154,9 @@ func (s *Server) legacyListTasks(ctx context.Context, c *call) (any, error) {
 }
 
 // legacyTaskResult serves 2025-11-25 tasks/result: it waits (up to the
-// sync wait limit) until the task ends, relaying its input requests on
-// the request's stream meanwhile, and answers what the call would have.
+// sync wait limit) until the task ends, sending its states as
+// notifications/tasks/status and relaying its input requests on the
+// request's stream meanwhile, and answers what the call would have.
 // Leaving the wait does not cancel the task: the request only watches it.
 func (s *Server) legacyTaskResult(ctx context.Context, c *call) (any, error) {
 	ref, err := legacyTaskRef(c)
@@ -172,8 +173,12 @@ func (s *Server) legacyTaskResult(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.watched = rec
 	start, wait := time.Now(), s.cfg.SyncWaitLimit
 	if !settled(rec) {
+		// The state the wait starts from, then each change.
+		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTaskStatus,
+			Params: proto.LegacyTaskOf(rec.Task())})
 		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
 			return nil, err
 		}
@@ -195,4 +200,13 @@ func (s *Server) legacyTaskResult(ctx context.Context, c *call) (any, error) {
 		raw["_meta"], _ = json.Marshal(meta)
 	}
 	return res, err
+}
+
+// taskStatus sends a watched task's new state (2025-11-25
+// notifications/tasks/status, the full task) on the request's stream.
+func taskStatus(c *call, ev taskstate.Event) {
+	rec := *c.watched
+	rec.Status, rec.StatusMessage, rec.LastUpdatedAt = ev.Status, ev.StatusMessage, ev.LastUpdatedAt
+	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTaskStatus,
+		Params: proto.LegacyTaskOf(rec.Task())})
 }

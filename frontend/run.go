@@ -216,6 +216,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 			if ev.Status == proto.StatusWorking && ev.StatusMessage != "" && c.session != nil {
 				s.statusProgress(c, ev.StatusMessage)
 			}
+			if c.watched != nil && ev.Version > 0 && ev.Status != "" {
+				taskStatus(c, ev)
+			}
 			// A resync means events were lost while the hub reconnected:
 			// the record tells whether the task settled meanwhile.
 			if !ev.Resync && !ev.Status.Terminal() && ev.Status != proto.StatusInputRequired {

@@ -60,6 +60,10 @@ type call struct {
 	// observer: the request only watches a task (2025-11-25 tasks/result);
 	// leaving or timing out does not cancel it.
 	observer bool
+	// watched is the task a 2025-11-25 tasks/result waits for, as it was
+	// when the wait began: its status changes go out as
+	// notifications/tasks/status on the request's stream.
+	watched *taskstate.Record
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.

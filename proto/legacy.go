@@ -20,6 +20,7 @@ const (
 	MethodResUnsubscribe   = "resources/unsubscribe"
 	NotifyInitialized      = "notifications/initialized"
 	NotifyRootsListChanged = "notifications/roots/list_changed"
+	NotifyTaskStatus       = "notifications/tasks/status"
 )
 
 // InitializeParams are the params of a legacy initialize request.
