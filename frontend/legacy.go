@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -165,7 +166,7 @@ func (s *Server) initialize(ctx context.Context, c *call) (any, error) {
 		// A modern-only server names the versions it serves (versioning
 		// text, "Backward Compatibility").
 		return nil, &proto.Error{Code: proto.CodeUnsupportedProtocolVersion,
-			Message: "Unsupported protocol version: this server serves " + joinVersions(s.versions) + " only; initialize is not served",
+			Message: "Unsupported protocol version: this server serves " + strings.Join(s.versions, ", ") + " only; initialize is not served",
 			Data:    proto.UnsupportedVersionData{Supported: s.versions, Requested: p.ProtocolVersion}}
 	}
 	if len(p.Capabilities) == 0 || p.Capabilities[0] != '{' {
@@ -198,18 +199,6 @@ func (s *Server) initialize(ctx context.Context, c *call) (any, error) {
 		ServerInfo:   s.cfg.ServerInfo,
 		Instructions: "Long-running tools may take minutes; progress arrives as notifications/progress when the call carries a progressToken.",
 	}, nil
-}
-
-// joinVersions lists versions for a message.
-func joinVersions(v []string) string {
-	out := ""
-	for i, x := range v {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
 }
 
 // legacyStatus is the HTTP status of a legacy request's error: the
