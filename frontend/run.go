@@ -91,12 +91,21 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 				len(inv.args), s.cfg.MaxArgumentBytes)
 		}
 		caps, _ := encodeJSON(c.meta.ClientCapabilities)
-		if rec, err = s.create(ctx, taskstate.CreateParams{
+		p := taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
-		}, inv.def); err != nil {
+		}
+		if s.cfg.InlineMaxArgumentBytes >= 0 && len(inv.args) > s.cfg.InlineMaxArgumentBytes {
+			if p.ArgumentsRef, err = s.storeArguments(ctx, ref.ID, inv.args); err != nil {
+				return nil, err
+			}
+		}
+		if rec, err = s.create(ctx, p, inv.def); err != nil {
+			if p.ArgumentsRef != "" {
+				s.dropArguments(ctx, p.ArgumentsRef, err)
+			}
 			return nil, err
 		}
 		if handOut {

@@ -25,6 +25,7 @@ type Server struct {
 	hub        *taskstate.Hub
 	catalog    *catalog
 	listens    listenCounts // open listen streams per principal
+	hosts      hostList     // AllowedOrigins as Host headers match them
 	log        *slog.Logger
 	resultMeta proto.ResultMeta
 	// versions are the protocol versions served (Config.Eras).
@@ -102,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
 		captureJobs: captureJobs,
 		versions:    cfg.Eras,
+		hosts:       allowHosts(cfg.AllowedOrigins),
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,

@@ -31,6 +31,9 @@ var (
 	// ErrArgsLimit: the owner's live tasks already hold the allowed
 	// argument bytes (CreateParams.MaxArgBytes).
 	ErrArgsLimit = errors.New("taskstate: live tasks hold too many argument bytes")
+	// ErrBusy: the owner already runs its share of the queue; the task was
+	// not claimed (Claim returns a *BusyError that names the job to run later).
+	ErrBusy = errors.New("taskstate: the principal runs its share of the queue")
 )
 
 // NotOwned reports whether err says the writing delivery no longer owns
@@ -55,6 +58,7 @@ const (
 	codeKeyReused
 	codeLimit
 	codeArgsLimit
+	codeBusy
 )
 
 // scriptCodes is the one table of script return codes: the name scripts
@@ -74,6 +78,7 @@ var scriptCodes = [...]struct {
 	codeKeyReused: {"KEY_REUSED", ErrKeyReused},
 	codeLimit:     {"LIMIT", ErrLimit},
 	codeArgsLimit: {"ARGS_LIMIT", ErrArgsLimit},
+	codeBusy:      {"BUSY", ErrBusy},
 }
 
 // codeErr turns a script return code into a sentinel error.
