@@ -119,6 +119,13 @@ type Config struct {
 	// TracerProvider makes the request spans (default nil: no span is
 	// made, though a client's trace context still reaches the jobs).
 	TracerProvider trace.TracerProvider
+	// Eras lists the protocol versions served: proto.ProtocolVersion (the
+	// stateless 2026-07-28 era) and proto.LegacyVersion (the 2025-11-25
+	// session era, opened by initialize; docs/eras.md). Default both.
+	Eras []string
+	// SessionIdle is how long a legacy session lives without a request
+	// (default 1h).
+	SessionIdle time.Duration
 	// InlineMaxArgumentBytes is the largest arguments object (JSON bytes)
 	// a task record holds; larger arguments go to Blobs and the record
 	// holds their key (frontend/blobs.go). Default
@@ -194,6 +201,15 @@ func (c *Config) setDefaults() error {
 	def(&c.MaxTTL, taskstate.DefaultMaxTTL)
 	def(&c.PollInterval, time.Second)
 	def(&c.CatalogTTL, time.Second)
+	def(&c.SessionIdle, time.Hour)
+	if len(c.Eras) == 0 {
+		c.Eras = []string{proto.ProtocolVersion, proto.LegacyVersion}
+	}
+	for _, e := range c.Eras {
+		if e != proto.ProtocolVersion && e != proto.LegacyVersion {
+			return fmt.Errorf("frontend: era %q is not served (want %s or %s)", e, proto.ProtocolVersion, proto.LegacyVersion)
+		}
+	}
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

@@ -13,7 +13,7 @@ const discoverTTLMs = 60 * 60 * 1000
 func (s *Server) discover(ctx context.Context, c *call) (any, error) {
 	return &proto.DiscoverResult{
 		CacheHints:        proto.CacheHints{TTLMs: discoverTTLMs, CacheScope: proto.CachePublic},
-		SupportedVersions: proto.SupportedVersions,
+		SupportedVersions: s.versions,
 		Capabilities: proto.ServerCapabilities{
 			Tools:       &proto.ListChangedCapability{ListChanged: true},
 			Prompts:     &proto.ListChangedCapability{ListChanged: true},

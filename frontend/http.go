@@ -43,6 +43,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: the request body could not be read"), http.StatusBadRequest))
 		return
 	}
+	if r.Header.Get(headerSessionID) != "" && s.legacyOn() && jsonDepth(body) <= s.cfg.MaxDepth {
+		if resp, ok := asClientResponse(body); ok { // a legacy client answering an input request
+			s.serveClientResponse(w, r, principal, resp)
+			return
+		}
+	}
 	req, rerr := parseRequest(body, s.cfg.MaxDepth)
 	if rerr != nil {
 		id := nullID
@@ -70,6 +76,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			s.log.Warn("request failed: redis unavailable", "method", req.Method, "err", err, traceAttr(c.trace))
 		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
 			s.log.Error("request failed", "method", req.Method, "err", err, traceAttr(c.trace))
+		}
+		if c.legacy {
+			status = legacyStatus(err, status)
 		}
 		setRetryAfter(w.Header(), status)
 		c.resp.finish(status, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Error: pe}))
@@ -203,6 +212,10 @@ func validID(id json.RawMessage) bool {
 
 // dispatch validates the per-request _meta and headers and runs the method.
 func (s *Server) dispatch(c *call) (any, error) {
+	if isLegacy(c.httpReq, c.req) && (s.legacyOn() || c.req.Method == proto.MethodInitialize) {
+		c.legacy = s.legacyOn() // its errors travel in a 200 (legacyStatus)
+		return s.dispatchLegacy(c)
+	}
 	m, ok := s.methods[c.req.Method]
 	if !ok {
 		return nil, proto.NewError(proto.CodeMethodNotFound, "Method not found: %s", c.req.Method)
@@ -216,7 +229,7 @@ func (s *Server) dispatch(c *call) (any, error) {
 	if err := checkHeaders(c.httpReq.Header, c.req, meta, names); err != nil {
 		return nil, err
 	}
-	if err := checkVersion(meta); err != nil {
+	if err := s.checkVersion(meta); err != nil {
 		return nil, err
 	}
 	ctx, span := s.startSpan(c.httpReq.Context(), c)

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/mcpq/mcpq/proto"
@@ -84,10 +83,12 @@ func checkMeta(params json.RawMessage) (*proto.RequestMeta, *routing, error) {
 // checkVersion answers -32022 for a protocol version mcpq does not serve.
 // It runs after the headers are checked: a header that disagrees with the
 // body is a mismatch (-32020) whatever the version.
-func checkVersion(m *proto.RequestMeta) error {
-	if !slices.Contains(proto.SupportedVersions, m.ProtocolVersion) {
+// Per-request _meta is the modern era's only: a legacy version there is
+// unsupported too (the legacy era opens with initialize).
+func (s *Server) checkVersion(m *proto.RequestMeta) error {
+	if m.ProtocolVersion != proto.ProtocolVersion || !s.modernOn() {
 		return &proto.Error{Code: proto.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
-			Data: proto.UnsupportedVersionData{Supported: proto.SupportedVersions, Requested: m.ProtocolVersion}}
+			Data: proto.UnsupportedVersionData{Supported: s.versions, Requested: m.ProtocolVersion}}
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"github.com/gorilla/mux"
 )
 
-// Handler returns the HTTP routes: POST /mcp (405 for other methods),
+// Handler returns the HTTP routes: POST /mcp, GET and DELETE /mcp with a
+// legacy session (its stream, its end; 405 for other methods and without
+// a session),
 // GET /v1/tasks and /v1/tasks/{id} (the caller's own tasks), GET /healthz
 // (liveness), GET /readyz (readiness: Redis and the catalog answer) and
 // GET /metrics (Prometheus; observe.go) and GET /dashboard/ (the task
@@ -14,6 +16,8 @@ import (
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.Handle("/mcp", s.observe(s.checkOrigin(http.HandlerFunc(s.serveMCP)))).Methods(http.MethodPost)
+	r.Handle("/mcp", s.checkOrigin(http.HandlerFunc(s.serveDelete))).Methods(http.MethodDelete)
+	r.Handle("/mcp", s.checkOrigin(http.HandlerFunc(s.serveGet))).Methods(http.MethodGet)
 	r.HandleFunc("/mcp", methodNotAllowed)
 	r.Handle("/v1/tasks", s.checkOrigin(http.HandlerFunc(s.listMyTasks))).Methods(http.MethodGet)
 	r.Handle("/v1/tasks/{id}", s.checkOrigin(http.HandlerFunc(s.getMyTask))).Methods(http.MethodGet)

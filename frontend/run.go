@@ -78,7 +78,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		}
 	} else {
 		ref = taskstate.Ref{Owner: owner, ID: taskstate.NewID()}
-		handOut := policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0
+		handOut := (policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0) || c.legacyTask
 		if !handOut {
 			// Subscribe before the create, so no state change can be missed.
 			if sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref)); err != nil {
@@ -124,6 +124,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			wait = time.Duration(inv.def.SyncBudgetMs) * time.Millisecond
 		}
 	}
+	waitStart := time.Now()
 	if !settled(rec) {
 		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
 			return nil, err
@@ -131,6 +132,8 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	}
 
 	switch {
+	case rec.Status == proto.StatusInputRequired && c.session != nil:
+		return s.relayInput(ctx, c, sub, rec, waitStart, wait)
 	case rec.Status == proto.StatusInputRequired:
 		return s.askInput(ctx, c, rec, bind())
 	case policy == proto.PolicyTask:
@@ -220,6 +223,12 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 				s.relay(c, ev.Notification)
 				continue
 			}
+			if ev.Status == proto.StatusWorking && ev.StatusMessage != "" && c.session != nil {
+				s.statusProgress(c, ev.StatusMessage)
+			}
+			if c.watched != nil && ev.Version > 0 && ev.Status != "" {
+				taskStatus(c, ev)
+			}
 			// A resync means events were lost while the hub reconnected:
 			// the record tells whether the task settled meanwhile.
 			if !ev.Resync && !ev.Status.Terminal() && ev.Status != proto.StatusInputRequired {
@@ -236,7 +245,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 		case <-ctx.Done():
 			// The client went away, or its key was revoked: nobody can
 			// receive this call's answer.
-			_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+			if !c.observer {
+				_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+			}
 			return nil, endedBy(ctx)
 		}
 	}
@@ -262,6 +273,10 @@ func (s *Server) relay(c *call, raw string) {
 		if json.Unmarshal(n.Params, &p) != nil {
 			return
 		}
+		if c.progressSent && p.Progress <= c.progress {
+			return // progress only increases, also between the tool's own and statusProgress's
+		}
+		c.progress, c.progressSent = p.Progress, true
 		p.ProgressToken = c.meta.ProgressToken
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: n.Method, Params: p})
 	case proto.NotifyMessage:
@@ -272,6 +287,21 @@ func (s *Server) relay(c *call, raw string) {
 		}
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: n.Method, Params: p})
 	}
+}
+
+// statusProgress sends a legacy call's statusMessage update as
+// notifications/progress (the 2025-11-25 client has no tasks/get to read it
+// from): one step past the last progress sent, with the message.
+func (s *Server) statusProgress(c *call, msg string) {
+	if len(c.meta.ProgressToken) == 0 {
+		return
+	}
+	if c.progressSent {
+		c.progress++
+	}
+	c.progressSent = true
+	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyProgress,
+		Params: proto.ProgressParams{ProgressToken: c.meta.ProgressToken, Progress: c.progress, Message: msg}})
 }
 
 // askInput answers the input a parked task asks for as an

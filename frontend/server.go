@@ -31,7 +31,9 @@ type Server struct {
 	metrics    *metrics
 	tracer     trace.Tracer // nil: tracing off
 	resultMeta proto.ResultMeta
-	methods    map[string]method
+	// versions are the protocol versions served (Config.Eras).
+	versions []string
+	methods  map[string]method
 	// captureJobs: the enqueuer is the default asynq client on a
 	// taskstate.JobCapture, so a create sends record and job together.
 	captureJobs bool
@@ -49,11 +51,29 @@ type call struct {
 	names     *routing // params fields decoded with _meta
 	resp      *responder
 	trace     trace.SpanContext // the request's span (or the client's), for log lines
+	// legacy: the request is served in the 2025-11-25 era.
+	legacy bool
+	// session is the legacy session the request belongs to (nil: modern).
+	session *taskstate.Session
+	// progress is the last notifications/progress value sent (legacy
+	// calls number their statusMessage updates after it).
+	progress     float64
+	progressSent bool
+	// legacyTask: a 2025-11-25 tools/call with a task parameter, answered
+	// with a task at once.
+	legacyTask bool
+	// observer: the request only watches a task (2025-11-25 tasks/result);
+	// leaving or timing out does not cancel it.
+	observer bool
+	// watched is the task a 2025-11-25 tasks/result waits for, as it was
+	// when the wait began: its status changes go out as
+	// notifications/tasks/status on the request's stream.
+	watched *taskstate.Record
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.
 func (c *call) tasksDeclared() bool {
-	return c.meta.ClientCapabilities.HasExtension(proto.TasksExtension)
+	return c.legacyTask || c.meta.ClientCapabilities.HasExtension(proto.TasksExtension)
 }
 
 // New returns a Server. Close releases its pub/sub connection.
@@ -86,6 +106,7 @@ func New(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
 		captureJobs: captureJobs,
+		versions:    cfg.Eras,
 		hosts:       allowHosts(cfg.AllowedOrigins),
 	}
 	s.methods = map[string]method{

@@ -74,29 +74,39 @@ func (s *Server) updateTask(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(c.principal), ID: p.TaskID}
+	if err := s.answer(ctx, ref, answers); err != nil {
+		return nil, err
+	}
+	return &proto.Ack{}, nil
+}
+
+// answer writes answers into the task's record and resumes the task when
+// nothing is pending any more (tasks/update, and a legacy client's
+// response to an input request). A task that ended meanwhile is no error.
+func (s *Server) answer(ctx context.Context, ref taskstate.Ref, answers map[string]json.RawMessage) error {
 	res, err := s.store.Answer(ctx, ref, answers)
 	notReplicated := errors.Is(err, taskstate.ErrNotReplicated) // written: still resume, then report
 	if err != nil && !errors.Is(err, taskstate.ErrTerminal) && !notReplicated {
-		return nil, err
+		return err
 	}
 	if res.Resume > 0 {
 		rec, err := s.store.Get(ctx, ref)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		def, err := s.catalog.get(ctx, rec.Tool)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if def == nil {
-			return nil, proto.NewError(proto.CodeInternalError, "Internal error: the task's tool %s is no longer served", rec.Tool)
+			return proto.NewError(proto.CodeInternalError, "Internal error: the task's tool %s is no longer served", rec.Tool)
 		}
 		if err := s.enqueue(ctx, rec, def, res.Resume); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if notReplicated {
-		return nil, err
+		return err
 	}
-	return &proto.Ack{}, nil
+	return nil
 }

@@ -26,8 +26,10 @@ func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
 	if def == nil || def.Kind != taskstate.KindTool {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", p.Name)
 	}
-	if err := checkParamHeaders(c.httpReq.Header, def.Tool.InputSchema, p.Arguments); err != nil {
-		return nil, err
+	if c.session == nil { // Mcp-Param-* headers are the modern transport's
+		if err := checkParamHeaders(c.httpReq.Header, def.Tool.InputSchema, p.Arguments); err != nil {
+			return nil, err
+		}
 	}
 	if bad := argcheck.Check(s.catalog.argSchema(def.Key()), p.Name, p.Arguments); bad != nil {
 		return bad, nil // before any task record or job exists (validate.go)

@@ -52,6 +52,15 @@ func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }
 // (base64). Type: string.
 func (k Keys) StateKey() string { return k.Prefix + "state-key" }
 
+// Session is a legacy-era (2025-11-25) HTTP session of one owner, opened
+// by initialize and named by its Mcp-Session-Id: fields in session.go; it
+// expires after an idle time, renewed on every request. Type: hash.
+func (k Keys) Session(owner, id string) string { return k.Prefix + "{" + owner + "}:session:" + id }
+
+// SessionSubscriptions holds the resource URIs a legacy session subscribed
+// to (resources/subscribe); it expires with its session. Type: set.
+func (k Keys) SessionSubscriptions(owner, id string) string { return k.Session(owner, id) + ":subs" }
+
 // Deadlines indexes one owner's tasks that have a TTL: member task id,
 // score the deadline (unix ms). The reaper walks it. Type: sorted set.
 func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }

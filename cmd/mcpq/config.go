@@ -110,6 +110,12 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 		return nil
 	})
 	cfg.AllowedOrigins = splitList(env("MCPQ_ALLOWED_ORIGINS", ""))
+	fs.Func("eras", "comma-separated protocol versions served: 2026-07-28 (stateless) and 2025-11-25 (sessions opened by initialize) (env MCPQ_ERAS; default both)", func(v string) error {
+		cfg.Eras = splitList(v)
+		return nil
+	})
+	cfg.Eras = splitList(env("MCPQ_ERAS", ""))
+	fs.DurationVar(&cfg.SessionIdle, "session-idle", envDuration("MCPQ_SESSION_IDLE", time.Hour), "how long a 2025-11-25 session lives without a request (env MCPQ_SESSION_IDLE)")
 	fs.IntVar(&cfg.MaxDepth, "max-depth", envInt("MCPQ_MAX_DEPTH", 64), "deepest JSON nesting of a request body (env MCPQ_MAX_DEPTH)")
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", envFloat("MCPQ_RATE_LIMIT", 0), "requests per second per principal across replicas, 0 for none (env MCPQ_RATE_LIMIT)")
 	fs.IntVar(&cfg.RateBurst, "rate-burst", envInt("MCPQ_RATE_BURST", 0), "rate limit burst (env MCPQ_RATE_BURST; default 2 x rate)")

@@ -46,7 +46,8 @@ func TestFixturesCatalog(t *testing.T) {
 		"test_input_required_result_elicitation", "test_input_required_result_sampling",
 		"test_input_required_result_list_roots", "test_input_required_result_request_state",
 		"test_input_required_result_multiple_inputs", "test_input_required_result_multi_round",
-		"test_input_required_result_tampered_state", "test_input_required_result_capabilities"} {
+		"test_input_required_result_tampered_state", "test_input_required_result_capabilities",
+		"test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums"} {
 		tools[n] = struct {
 			policy   proto.Policy
 			budgetMs int64

@@ -8,7 +8,8 @@ import (
 )
 
 // Register adds the whole pack to w: the Tasks fixtures (Tools and
-// InputTools), the core tool fixtures, the MRTR fixtures, the prompts, the
+// InputTools), the core tool fixtures, the MRTR fixtures, the 2025-11-25
+// input fixtures, the prompts, the
 // resources and resource template, and the completion handler. It also
 // starts announcing test://watched-resource as updated every 3 seconds
 // until ctx is done, so ctx should live as long as the worker serves.
@@ -18,6 +19,7 @@ func Register(ctx context.Context, w *worker.Worker) error {
 	tools = append(tools, InputTools()...)
 	tools = append(tools, coreTools()...)
 	tools = append(tools, mrtrTools()...)
+	tools = append(tools, legacyTools()...)
 	for _, t := range tools {
 		if err := w.AddTool(ctx, t); err != nil {
 			return err

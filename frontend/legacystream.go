@@ -1,0 +1,133 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// The legacy session's standalone stream (GET /mcp with Mcp-Session-Id,
+// 2025-11-25 Streamable HTTP) and the resource subscriptions it carries.
+// Subscriptions live in Redis with the session, so a resources/subscribe
+// on one front end is honoured by a GET stream on another; catalog changes
+// and resource updates reach every stream through Redis pub/sub, as they
+// reach subscriptions/listen streams.
+
+// subscribe serves resources/subscribe and resources/unsubscribe.
+func (s *Server) subscribe(ctx context.Context, c *call, on bool) (any, error) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if err := decodeParams(c, &p); err != nil {
+		return nil, err
+	}
+	if p.URI == "" {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: uri is required")
+	}
+	err := s.store.Subscribe(ctx, c.session.Owner, c.session.ID, p.URI, on, s.cfg.SessionIdle)
+	if errors.Is(err, taskstate.ErrSubscriptionsLimit) {
+		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d resource subscriptions per session",
+			taskstate.MaxSessionSubscriptions)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return legacyResult{}, nil
+}
+
+// serveGet opens a legacy session's standalone SSE stream: list_changed
+// notifications and updates of the resources the session subscribed to,
+// until the client closes it, the session ends or the server drains.
+// Without a session (or with the legacy era off) GET is the modern
+// transport's 405.
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(headerSessionID)
+	if !s.legacyOn() || id == "" {
+		methodNotAllowed(w, r)
+		return
+	}
+	principal, err := s.admit(w, r)
+	if err != nil {
+		s.writeError(w, nullID, err)
+		return
+	}
+	ctx := r.Context()
+	owner := taskstate.OwnerTag(principal)
+	if _, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle); errors.Is(err, taskstate.ErrNoSession) {
+		s.writeError(w, nullID, errNoSession())
+		return
+	} else if err != nil {
+		s.writeError(w, nullID, err)
+		return
+	}
+	resp := newResponder(w, r)
+	if !resp.sseOK {
+		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest,
+			"GET /mcp answers a text/event-stream: the Accept header must allow it"), http.StatusNotAcceptable))
+		return
+	}
+	release, err := s.listens.acquire(principal, s.cfg.MaxListenStreams)
+	if err != nil {
+		s.writeError(w, nullID, err)
+		return
+	}
+	defer release()
+	c := &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: resp}
+	ctx, stopWatch := s.watchAuth(ctx, c)
+	defer stopWatch()
+	keys := s.store.Keys()
+	lists, err := s.hub.Subscribe(ctx, keys.Lists())
+	if err != nil {
+		s.writeError(w, nullID, err)
+		return
+	}
+	defer lists.Close()
+	updates, err := s.hub.Subscribe(ctx, keys.ResourceUpdates())
+	if err != nil {
+		s.writeError(w, nullID, err)
+		return
+	}
+	defer updates.Close()
+	resp.keepAlive() // the stream is open: headers out now
+	send := func(method string, params any) {
+		resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: method, Params: params})
+	}
+	tick := time.NewTicker(keepAliveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case v := <-lists.C:
+			resync := v == taskstate.EventResync
+			if resync || v == taskstate.ListTools {
+				send(proto.NotifyToolsListChanged, map[string]any{})
+			}
+			if resync || v == taskstate.ListPrompts {
+				send(proto.NotifyPromptsListChanged, map[string]any{})
+			}
+			if resync || v == taskstate.ListResources {
+				send(proto.NotifyResourcesChanged, map[string]any{})
+			}
+		case uri := <-updates.C:
+			if uri == taskstate.EventResync {
+				continue // which resources changed is unknown; list_changed on lists covers the catalog
+			}
+			if ok, err := s.store.Subscribed(ctx, owner, id, uri); err == nil && ok {
+				send(proto.NotifyResourceUpdated, map[string]any{"uri": uri})
+			}
+		case <-tick.C:
+			// The session may have ended (DELETE on any front end, or idle).
+			if _, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle); errors.Is(err, taskstate.ErrNoSession) {
+				return
+			}
+			resp.keepAlive()
+		case <-s.draining:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
