@@ -31,6 +31,12 @@ var (
 	// ErrArgsLimit: the owner's live tasks already hold the allowed
 	// argument bytes (CreateParams.MaxArgBytes).
 	ErrArgsLimit = errors.New("taskstate: live tasks hold too many argument bytes")
+	// ErrFunds: the owner's balance does not cover the tool's ceiling
+	// (a *FundsError says by how much).
+	ErrFunds = errors.New("taskstate: insufficient funds")
+	// errReplayed: the idempotency key already made a task (create.lua;
+	// Create answers that task instead).
+	errReplayed = errors.New("taskstate: idempotency key replayed")
 )
 
 // NotOwned reports whether err says the writing delivery no longer owns
@@ -55,6 +61,8 @@ const (
 	codeKeyReused
 	codeLimit
 	codeArgsLimit
+	codeFunds
+	codeReplayed
 )
 
 // scriptCodes is the one table of script return codes: the name scripts
@@ -74,6 +82,8 @@ var scriptCodes = [...]struct {
 	codeKeyReused: {"KEY_REUSED", ErrKeyReused},
 	codeLimit:     {"LIMIT", ErrLimit},
 	codeArgsLimit: {"ARGS_LIMIT", ErrArgsLimit},
+	codeFunds:     {"FUNDS", ErrFunds},
+	codeReplayed:  {"REPLAYED", errReplayed},
 }
 
 // codeErr turns a script return code into a sentinel error.

@@ -1,5 +1,6 @@
 -- claim.lua: a worker starts (or restarts) the task's job.
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id
 -- ARGV[4] the job's sequence number (JobID)   ARGV[5] lost-after (ms)
 -- Returns {OK, attempt, field1, value1, ...}: a new attempt number (older
@@ -8,7 +9,8 @@
 -- STALE (the job is not the task's current one: a late delivery of a job
 -- the task was taken back from, or a resumed task's earlier job),
 -- ILLEGAL (not "working", e.g. parked for input), CANCELLED (a cancel was
--- requested before this delivery started: the task is now "cancelled").
+-- requested before this delivery started: the task is now "cancelled" and
+-- its reservation settled).
 -- A claimed task enters the held index, due to be looked at when its
 -- heartbeat would be lost-after old (takeover.lua).
 local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'resumes')
@@ -21,6 +23,7 @@ if f[2] == '1' then
   if not allowed(status, 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
+  settle_task(ARGV[3], 'cancelled', ARGV[1])
   ended(ARGV[3])
   state_changed(ARGV[2])
   return {CANCELLED}
