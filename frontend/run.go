@@ -91,13 +91,34 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 				len(inv.args), s.cfg.MaxArgumentBytes)
 		}
 		caps, _ := encodeJSON(c.meta.ClientCapabilities)
-		if rec, err = s.create(ctx, taskstate.CreateParams{
+		p := taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
-		}, inv.def); err != nil {
+		}
+		if err := s.bill(c, inv, &p); err != nil {
 			return nil, err
+		}
+		if rec, err = s.create(ctx, p, inv.def); err != nil {
+			if fe := (*taskstate.FundsError)(nil); errors.As(err, &fe) {
+				return fundsResult(inv.name, fe), nil
+			}
+			return nil, err
+		}
+		if rec.Ref != ref { // an idempotency key's retry: the first call's task
+			ref = rec.Ref
+			if !handOut {
+				replayed, err := s.hub.Subscribe(ctx, s.store.Keys().Events(ref))
+				if err != nil {
+					return nil, err
+				}
+				defer replayed.Close()
+				sub = replayed
+				if rec, err = s.store.Get(ctx, ref); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if handOut {
 			return createTaskResult(rec), nil
@@ -301,7 +322,10 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 // enqueue is captured first and sent in the same pipeline, after the record.
 func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *taskstate.ToolDef) (*taskstate.Record, error) {
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}
-	if s.captureJobs {
+	// A priced or idempotent create may be refused or answered by another
+	// task: its job is enqueued only once the record is written, so no job
+	// exists without its record and reservation.
+	if s.captureJobs && p.Reserve == nil && p.IdempotencyKey == "" {
 		cctx, job := taskstate.CaptureJob(ctx)
 		if err := s.submit(cctx, ref, def, 0); err != nil {
 			return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
@@ -321,7 +345,7 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 		return nil, err
 	case err != nil:
 		return nil, err
-	case p.Job.Captured():
+	case p.Job.Captured(), rec.Ref != ref: // enqueued with the record, or replayed: enqueued by its first call
 		return rec, nil
 	}
 	return rec, s.enqueue(ctx, rec, def, 0)

@@ -55,6 +55,9 @@ type RequestMeta struct {
 	LogLevel string `json:"io.modelcontextprotocol/logLevel,omitempty"`
 	// ProgressToken asks for notifications/progress on this request.
 	ProgressToken json.RawMessage `json:"progressToken,omitempty"`
+	// IdempotencyKey is mcpq's optional idempotency key of a tools/call
+	// (MetaIdempotencyKey).
+	IdempotencyKey string `json:"io.mcpq/idempotencyKey,omitempty"`
 }
 
 // RequestParams is the part every request's params share.

@@ -23,6 +23,8 @@ Usage:
                  [--queues gpu=2,cpu=8] [--tool-queues render_gif=gpu,*=cpu]
   mcpq keys      create PRINCIPAL | list | revoke ID                  managed API keys (REDIS_URL)
   mcpq tasks     ls [--status S] [--limit N] | get ID                 your tasks (MCPQ_URL, MCPQ_API_KEY)
+  mcpq accounts  credit PRINCIPAL AMOUNT | show PRINCIPAL | ledger PRINCIPAL [--limit N] [--cursor C]
+                                                                     billing accounts (REDIS_URL; docs/billing.md)
 
 Run "mcpq COMMAND -h" for a command's flags and environment variables.
 `
@@ -47,6 +49,8 @@ func main() {
 		err = runKeys(ctx, args)
 	case "tasks":
 		err = runTasks(ctx, args)
+	case "accounts":
+		err = runAccounts(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:
