@@ -53,7 +53,9 @@ type Config struct {
 	// before asynq puts them back in the queue (default 10s).
 	ShutdownTimeout time.Duration
 	// HeartbeatInterval is how often a running job proves it is alive and
-	// learns of cancellation or expiry between steps (default 3s).
+	// learns of cancellation or expiry between steps (default 3s, or a
+	// third of LostAfter when that is shorter, so a job that runs without
+	// steps, such as a command tool, is not taken for lost).
 	HeartbeatInterval time.Duration
 	// ReapInterval is how often the worker finalizes expired tasks (default
 	// 5s; any number of workers may reap at once).
@@ -133,7 +135,11 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
 	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 3 * time.Second
+		lost := cfg.LostAfter
+		if lost <= 0 {
+			lost = taskstate.DefaultLostAfter
+		}
+		cfg.HeartbeatInterval = min(3*time.Second, lost/3)
 	}
 	if cfg.ReapInterval <= 0 {
 		cfg.ReapInterval = 5 * time.Second
