@@ -163,6 +163,10 @@ func (s *Store) Credit(ctx context.Context, principal string, amount int64) (Acc
 		return Account{}, fmt.Errorf("taskstate: a credit must be 1 to %d", int64(MaxAmount))
 	}
 	owner := OwnerTag(principal)
+	// The ledger forwarder (settlements.go) finds owners here.
+	if err := s.rdb.SAdd(ctx, s.keys.Owners(), owner).Err(); err != nil {
+		return Account{}, err
+	}
 	if _, err := creditScript.Run(ctx, s.rdb, []string{s.keys.Account(owner), s.keys.Ledger(owner)},
 		s.nowMs(), principal, amount).Slice(); err != nil {
 		return Account{}, err

@@ -1,6 +1,7 @@
 package taskstate_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -388,4 +389,65 @@ func TestPriceCeiling(t *testing.T) {
 	if err := (&taskstate.Price{Base: -1}).Validate(); err == nil {
 		t.Error("a negative base validated")
 	}
+}
+
+// hookFunc is a LedgerHook made of a func.
+type hookFunc func(ctx context.Context, principal, owner string, entries []taskstate.LedgerEntry) error
+
+func (f hookFunc) Forward(ctx context.Context, principal, owner string, entries []taskstate.LedgerEntry) error {
+	return f(ctx, principal, owner, entries)
+}
+
+// TestLedgerHook: the ledger is the hook's outbox. A failing hook loses
+// nothing (the entries are offered again), an acknowledged entry is not
+// offered again, and entries come in ledger order with the principal.
+func TestLedgerHook(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		who := t.Name()
+		e.credit(t, who, 100)
+		ref := e.create(t, taskstate.CreateParams{Principal: who, Reserve: amount(40)})
+		var got []taskstate.LedgerEntry
+		down := errors.New("payment system down")
+		hook := func(fail bool) taskstate.LedgerHook {
+			return hookFunc(func(_ context.Context, principal, owner string, entries []taskstate.LedgerEntry) error {
+				if principal != who || owner != ref.Owner {
+					return nil // another test's account on this backend
+				}
+				if fail {
+					return down
+				}
+				got = append(got, entries...)
+				return nil
+			})
+		}
+		if _, err := e.s.ForwardLedgers(ctx(t), hook(true), 10); !errors.Is(err, down) {
+			t.Fatalf("failing hook: %v", err)
+		}
+		if _, err := e.s.ForwardLedgers(ctx(t), hook(false), 1); err != nil { // one entry per pass
+			t.Fatal(err)
+		}
+		if _, err := e.s.ForwardLedgers(ctx(t), hook(false), 10); err != nil {
+			t.Fatal(err)
+		}
+		a := e.claim(t, ref)
+		if err := e.s.Finish(ctx(t), ref, a, outcome(proto.StatusFailed)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.ForwardLedgers(ctx(t), hook(false), 10); err != nil {
+			t.Fatal(err)
+		}
+		want := e.ledger(t, who)
+		if len(got) != 3 || len(want) != 3 {
+			t.Fatalf("forwarded %+v, ledger %+v", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("entry %d forwarded %+v, ledger %+v", i, got[i], want[i])
+			}
+		}
+		if got[0].Kind != "credit" || got[1].Kind != "reserve" || got[2].Kind != "release" {
+			t.Fatalf("kinds %s %s %s", got[0].Kind, got[1].Kind, got[2].Kind)
+		}
+	})
 }

@@ -120,3 +120,7 @@ func (k Keys) Ledger(owner string) string { return k.Prefix + "{" + owner + "}:l
 func (k Keys) Idempotency(owner, keyHash string) string {
 	return k.Prefix + "{" + owner + "}:idem:" + keyHash
 }
+
+// LedgerForwarded is the id of the last entry of one owner's ledger a
+// LedgerHook acknowledged (settlements.go): the outbox cursor. Type: string.
+func (k Keys) LedgerForwarded(owner string) string { return k.Prefix + "{" + owner + "}:ledger:forwarded" }

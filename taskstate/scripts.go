@@ -40,4 +40,5 @@ var (
 	servingScript    = loadScript("serving")
 	meterScript      = loadScript("meter")
 	creditScript     = loadScript("credit")
+	forwardedScript  = loadScript("forwarded")
 )

@@ -3,8 +3,10 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -64,5 +66,43 @@ func TestMeter(t *testing.T) {
 	bad.Price = &worker.Price{Base: -1}
 	if _, err := worker.New(h.config(), bad); err == nil || !strings.Contains(err.Error(), "price") {
 		t.Fatalf("a negative price: %v", err)
+	}
+}
+
+// ledgerHook sends what it is offered to a channel, failing the first
+// offer: the entries must come again.
+type ledgerHook struct {
+	failed bool
+	got    chan []worker.LedgerEntry
+}
+
+func (h *ledgerHook) Forward(_ context.Context, principal, _ string, entries []worker.LedgerEntry) error {
+	if principal != "hooked" {
+		return nil
+	}
+	if !h.failed {
+		h.failed = true
+		return errors.New("payment system down")
+	}
+	h.got <- entries
+	return nil
+}
+
+// TestLedgerHookForwarding: a worker with a LedgerHook offers the ledger's
+// entries to it outside any transition, again after a failure.
+func TestLedgerHookForwarding(t *testing.T) {
+	h := mini(t)
+	hook := &ledgerHook{got: make(chan []worker.LedgerEntry, 4)}
+	cfg := h.config()
+	cfg.LedgerHook, cfg.LedgerInterval = hook, 5*time.Millisecond
+	h.start(t, cfg, h.tool("noop", func(context.Context, *worker.Call) (*proto.CallToolResult, error) {
+		return worker.TextResult("ok"), nil
+	}))
+	if _, err := h.store.Credit(context.Background(), "hooked", 7); err != nil {
+		t.Fatal(err)
+	}
+	entries := recv(t, hook.got, "the credit entry, offered again after the failure")
+	if len(entries) != 1 || entries[0].Kind != "credit" || entries[0].Amount != 7 {
+		t.Fatalf("forwarded %+v", entries)
 	}
 }

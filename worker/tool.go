@@ -56,6 +56,13 @@ type Tool struct {
 // argument's size, capped at Max (taskstate.Price has the details).
 type Price = taskstate.Price
 
+// LedgerHook forwards billing ledger entries to an external payment
+// system (Config.LedgerHook; taskstate.LedgerHook has the contract).
+type LedgerHook = taskstate.LedgerHook
+
+// LedgerEntry is one billing ledger entry a LedgerHook receives.
+type LedgerEntry = taskstate.LedgerEntry
+
 // Policy is a tool's execution policy: who decides whether a call becomes
 // a task.
 type Policy = proto.Policy

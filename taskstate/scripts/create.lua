@@ -52,6 +52,7 @@ redis.call('ZADD', KEYS[4], ARGV[1], ARGV[10])
 if ceiling then
   redis.call('HINCRBY', KEYS[6], 'balance', int(-ceiling))
   redis.call('HINCRBY', KEYS[6], 'reserved', int(ceiling))
+  redis.call('HSETNX', KEYS[6], 'principal', ARGV[2])
   local eid = redis.call('XADD', KEYS[8], '*', 'kind', 'reserve', 'task', ARGV[10], 'tool', ARGV[3],
     'reserved', int(ceiling), 'at', ARGV[1])
   redis.call('HSET', KEYS[7], 'r:' .. ARGV[10], int(ceiling) .. ' ' .. eid .. ' ' .. ARGV[3])
