@@ -123,4 +123,6 @@ func (k Keys) Idempotency(owner, keyHash string) string {
 
 // LedgerForwarded is the id of the last entry of one owner's ledger a
 // LedgerHook acknowledged (settlements.go): the outbox cursor. Type: string.
-func (k Keys) LedgerForwarded(owner string) string { return k.Prefix + "{" + owner + "}:ledger:forwarded" }
+func (k Keys) LedgerForwarded(owner string) string {
+	return k.Prefix + "{" + owner + "}:ledger:forwarded"
+}
