@@ -3,9 +3,13 @@ package frontend_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
@@ -157,4 +161,39 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatalf("other arguments, same key: %q", other)
 	}
 	mustMatch(t, call("k1", 4, "k2"), 200, `{"error":{"code":-32602}}`)
+}
+
+// TestBillingRefusalLeavesNoJob: with the default enqueuer the job goes
+// to Redis with the record in one round trip; when the record is refused
+// for funds (or an idempotency key answers another task) that job is
+// deleted, so no job is left without its record and reservation.
+func TestBillingRefusalLeavesNoJob(t *testing.T) {
+	b := redistest.Mini(t)
+	e := newEnv(t, b, func(c *frontend.Config) { c.Billing, c.Enqueuer = true, nil })
+	e.publish(pricedTool())
+	insp := asynq.NewInspectorFromRedisClient(b.Client)
+	queue := e.store.Keys().Queue("mcpq")
+	pending := func() []string {
+		t.Helper()
+		list, err := insp.ListPendingTasks(queue)
+		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, ti := range list {
+			ids = append(ids, ti.ID)
+		}
+		return ids
+	}
+	mustMatch(t, e.callTool(metaTasks, toolPriced, map[string]any{"frames": 4}), 200, `{"result":{"isError":true}}`)
+	if ids := pending(); len(ids) != 0 {
+		t.Fatalf("jobs left by a refused call: %v", ids)
+	}
+	if _, err := e.store.Credit(context.Background(), frontend.AnonymousPrincipal, 100); err != nil {
+		t.Fatal(err)
+	}
+	id := str(e.callTool(metaTasks, toolPriced, map[string]any{"frames": 4}).JSON, "result.taskId")
+	if ids := pending(); len(ids) != 1 || !strings.HasPrefix(ids[0], id) {
+		t.Fatalf("pending jobs %v, want the one of task %s", ids, id)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -322,10 +324,7 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 // enqueue is captured first and sent in the same pipeline, after the record.
 func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *taskstate.ToolDef) (*taskstate.Record, error) {
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}
-	// A priced or idempotent create may be refused or answered by another
-	// task: its job is enqueued only once the record is written, so no job
-	// exists without its record and reservation.
-	if s.captureJobs && p.Reserve == nil && p.IdempotencyKey == "" {
+	if s.captureJobs {
 		cctx, job := taskstate.CaptureJob(ctx)
 		if err := s.submit(cctx, ref, def, 0); err != nil {
 			return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
@@ -334,6 +333,13 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 	}
 	rec, err := s.store.Create(ctx, p)
 	var jobErr *taskstate.JobError
+	if p.Job.Captured() && (rec == nil || rec.Ref != ref) && !errors.As(err, &jobErr) {
+		// Refused (no funds, a cap) or replayed (an idempotency key's first
+		// task answers): the job sent with the record names no record, so it
+		// goes, and no job is left without its record and reservation. A
+		// worker that took it first finds no record and drops it.
+		s.dropJob(ctx, ref, def)
+	}
 	switch {
 	case errors.As(err, &jobErr):
 		s.unscheduled(ctx, rec)
@@ -349,6 +355,16 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 		return rec, nil
 	}
 	return rec, s.enqueue(ctx, rec, def, 0)
+}
+
+// dropJob deletes the first job of ref, sent with a record that was not
+// written. A job already taken by a worker is not there to delete, and is
+// a no-op there.
+func (s *Server) dropJob(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef) {
+	err := s.inspector.DeleteTask(s.store.Keys().Queue(def.Queue), job.ID(ref, 0))
+	if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && ctx.Err() == nil {
+		s.log.Debug("job of a refused create not deleted", "task", ref.ID, "err", err)
+	}
 }
 
 // enqueue puts the task's job on its queue; an id conflict means it is

@@ -31,6 +31,9 @@ type Server struct {
 	// captureJobs: the enqueuer is the default asynq client on a
 	// taskstate.JobCapture, so a create sends record and job together.
 	captureJobs bool
+	// inspector deletes a captured job whose record was refused (run.go's
+	// create); set with captureJobs.
+	inspector *asynq.Inspector
 }
 
 // method serves one JSON-RPC method.
@@ -81,6 +84,9 @@ func New(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
 		captureJobs: captureJobs,
+	}
+	if captureJobs {
+		s.inspector = asynq.NewInspectorFromRedisClient(cfg.Redis)
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,
