@@ -198,6 +198,9 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 		if err := dec.Decode(s.Price); err != nil {
 			return s, fmt.Errorf("field price: line %d: an object of base, perArgument and max (integers): %v", v.Line, err)
 		}
+		if err := s.Price.Validate(); err != nil {
+			return s, fmt.Errorf("field price: line %d: %v", v.Line, err)
+		}
 	}
 	for _, f := range []struct {
 		key string
