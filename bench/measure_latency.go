@@ -174,7 +174,7 @@ func (s *suite) notifyLatency(ctx context.Context) error {
 	}
 	attempts := make([]int64, n)
 	if err := parallel(ctx, n, 32, func(i int) error {
-		c, err := s.store.Claim(ctx, refs[i], 0)
+		c, err := s.store.Claim(ctx, refs[i], 0, taskstate.Share{})
 		if err == nil {
 			attempts[i] = c.Attempt
 		}

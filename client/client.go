@@ -1,24 +1,35 @@
 // Package client is a Go client for MCP 2026-07-28 with the Tasks extension
-// over Streamable HTTP: it sends the per-request _meta and the routing
-// headers, and understands both answers of tools/call (a result or a task).
+// over Streamable HTTP. It sends the per-request _meta and the routing
+// headers (Mcp-Method, Mcp-Name, Mcp-Param-* from x-mcp-header, in the
+// encoded form where a value needs it), reads JSON and SSE answers, turns
+// every error code into a typed error (Code, RPCError), caches
+// server/discover as its cache hints say, runs MRTR rounds through the
+// Input callback, and hands back either a tool's result or a Handle to its
+// task. A Handle follows the task (subscriptions/listen, with tasks/get
+// polling at pollIntervalMs as the fallback), answers its input requests
+// once per key, cancels it, or lets go of it; with a Journal every task id
+// is on disk before CallTool returns, and Resume re-attaches after a crash.
 package client
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
 )
 
-// Client talks to one MCP endpoint. It is safe for concurrent use.
+// Client talks to one MCP endpoint. It is safe for concurrent use; set its
+// fields before the first call.
 type Client struct {
 	// URL is the MCP endpoint, e.g. http://127.0.0.1:8080/mcp.
 	URL string
@@ -34,25 +45,41 @@ type Client struct {
 	Info *proto.Implementation
 	// Header is added to every request (e.g. Authorization).
 	Header http.Header
+	// Input answers input requests: the MRTR rounds of tools/call and the
+	// input_required state of a followed task. Nil: CallTool returns an
+	// InputRequiredResult as ToolAnswer.Input, and a Handle waits for
+	// someone else to answer.
+	Input InputFunc
+	// Journal records every task CallTool hands out (see Journal); nil
+	// records nothing.
+	Journal Journal
+	// Poll bounds the wait between two tasks/get of a Handle: the server's
+	// pollIntervalMs is kept within [Poll.Min, Poll.Max] (defaults 50 ms
+	// and 30 s) and jittered by ±10%.
+	Poll PollBounds
+	// NoListen makes a Handle poll instead of following the task over
+	// subscriptions/listen.
+	NoListen bool
 
 	nextID atomic.Int64
+
+	mu        sync.Mutex
+	discover  *proto.DiscoverResult
+	discoUntl time.Time
+	headers   map[string]map[string]string // tool -> argument -> header name (x-mcp-header)
 }
 
-// RPCError is a JSON-RPC error answer, with the HTTP status it came with.
-type RPCError struct {
-	// RPC is the JSON-RPC error object.
-	RPC *proto.Error
-	// HTTPStatus is the response's status code.
-	HTTPStatus int
+// PollBounds bound the polling interval of a Handle.
+type PollBounds struct {
+	// Min is the shortest wait between polls (default 50 ms).
+	Min time.Duration
+	// Max is the longest wait between polls, also after errors (default 30 s).
+	Max time.Duration
 }
 
-func (e *RPCError) Error() string { return fmt.Sprintf("%v (HTTP %d)", e.RPC, e.HTTPStatus) }
-
-// Unwrap returns the JSON-RPC error.
-func (e *RPCError) Unwrap() error { return e.RPC }
-
-// meta is the per-request _meta this client sends.
-func (c *Client) meta() map[string]any {
+// meta is the per-request _meta this client sends, with the extra keys of
+// ctx (WithMeta) under the protocol's own.
+func (c *Client) meta(ctx context.Context) map[string]any {
 	caps := c.Capabilities
 	if c.Tasks {
 		ext := map[string]json.RawMessage{proto.TasksExtension: json.RawMessage(`{}`)}
@@ -61,31 +88,77 @@ func (c *Client) meta() map[string]any {
 		}
 		caps.Extensions = ext
 	}
-	m := map[string]any{proto.MetaProtocolVersion: proto.ProtocolVersion, proto.MetaClientCapabilities: caps}
+	m := map[string]any{}
+	if extra, ok := ctx.Value(metaKey{}).(map[string]any); ok {
+		for k, v := range extra {
+			m[k] = v
+		}
+	}
+	m[proto.MetaProtocolVersion] = proto.ProtocolVersion
+	m[proto.MetaClientCapabilities] = caps
 	if c.Info != nil {
 		m[proto.MetaClientInfo] = c.Info
 	}
 	return m
 }
 
-// Call sends method with params (a map or struct without _meta; _meta is
-// added) and decodes the result into out. name is the Mcp-Name header value
-// ("" for none).
+// Call sends method with params (a map without _meta; _meta is added) and
+// decodes the result into out. name is the Mcp-Name header value ("" for
+// none). An unsupported-version answer (-32022) that lists the version this
+// client speaks is retried once, with a new id.
 func (c *Client) Call(ctx context.Context, method, name string, params map[string]any, out any) error {
-	if params == nil {
-		params = map[string]any{}
+	return c.call(ctx, method, name, params, nil, out)
+}
+
+func (c *Client) call(ctx context.Context, method, name string, params map[string]any, extra http.Header, out any) error {
+	err := c.roundTrip(ctx, method, name, params, extra, out)
+	var re *RPCError
+	if errors.As(err, &re) && re.RPC.Code == proto.CodeUnsupportedProtocolVersion && supports(re.RPC.Data) {
+		err = c.roundTrip(ctx, method, name, params, extra, out)
 	}
-	params["_meta"] = c.meta()
-	id := c.nextID.Add(1)
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	return err
+}
+
+// supports reports whether the data of a -32022 error lists the version
+// this client speaks.
+func supports(data any) bool {
+	b, _ := json.Marshal(data)
+	var d proto.UnsupportedVersionData
+	if json.Unmarshal(b, &d) != nil {
+		return false
+	}
+	for _, v := range d.Supported {
+		if v == proto.ProtocolVersion {
+			return true
+		}
+	}
+	return false
+}
+
+// newRequest builds the POST of one JSON-RPC request with its headers.
+func (c *Client) newRequest(ctx context.Context, id int64, method, name string, params map[string]any, extra http.Header) (*http.Request, error) {
+	p := make(map[string]any, len(params)+1)
+	for k, v := range params {
+		p[k] = v
+	}
+	p["_meta"] = c.meta(ctx)
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	if h, ok := ctx.Value(headerKey{}).(http.Header); ok {
+		for k, v := range h {
+			req.Header[k] = v
+		}
+	}
+	for k, v := range extra {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -93,13 +166,25 @@ func (c *Client) Call(ctx context.Context, method, name string, params map[strin
 	req.Header.Set("MCP-Protocol-Version", proto.ProtocolVersion)
 	req.Header.Set("Mcp-Method", method)
 	if name != "" {
-		req.Header.Set("Mcp-Name", name)
+		req.Header.Set("Mcp-Name", EncodeHeaderValue(name))
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
+	return req, nil
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
 	}
-	resp, err := hc.Do(req)
+	return http.DefaultClient
+}
+
+func (c *Client) roundTrip(ctx context.Context, method, name string, params map[string]any, extra http.Header, out any) error {
+	id := c.nextID.Add(1)
+	req, err := c.newRequest(ctx, id, method, name, params, extra)
+	if err != nil {
+		return err
+	}
+	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		return err
 	}
@@ -120,8 +205,11 @@ func (c *Client) Call(ctx context.Context, method, name string, params map[strin
 		Result json.RawMessage `json:"result"`
 		Error  *proto.Error    `json:"error"`
 	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("HTTP %d: undecodable answer %q: %w", resp.StatusCode, truncate(raw), err)
+	if err := json.Unmarshal(raw, &r); err != nil || (r.Error == nil && r.Result == nil) {
+		if resp.StatusCode/100 != 2 {
+			return &HTTPError{Status: resp.StatusCode, Body: truncate(raw)}
+		}
+		return fmt.Errorf("HTTP %d: undecodable answer %q", resp.StatusCode, truncate(raw))
 	}
 	if r.Error != nil {
 		return &RPCError{RPC: r.Error, HTTPStatus: resp.StatusCode}
@@ -142,105 +230,84 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-// Discover calls server/discover.
+// Discover returns the server/discover result, from the cache while its
+// ttlMs lasts (ttlMs 0 is never cached).
 func (c *Client) Discover(ctx context.Context) (*proto.DiscoverResult, error) {
+	c.mu.Lock()
+	if c.discover != nil && time.Now().Before(c.discoUntl) {
+		d := c.discover
+		c.mu.Unlock()
+		return d, nil
+	}
+	c.mu.Unlock()
 	var r proto.DiscoverResult
-	return &r, c.Call(ctx, proto.MethodDiscover, "", nil, &r)
-}
-
-// ToolAnswer is what tools/call answered: a result, or a task to poll.
-type ToolAnswer struct {
-	// Result is set when the call answered at once.
-	Result *proto.CallToolResult
-	// Task is set when the server made the call a task.
-	Task *proto.CreateTaskResult
-	// Input is set when the server needs input first (MRTR): answer it
-	// with CallToolRetry.
-	Input *proto.InputRequiredResult
-}
-
-// CallTool calls a tool.
-func (c *Client) CallTool(ctx context.Context, name string, args any) (*ToolAnswer, error) {
-	var raw json.RawMessage
-	params := map[string]any{"name": name}
-	if args != nil {
-		params["arguments"] = args
-	}
-	if err := c.Call(ctx, proto.MethodToolsCall, name, params, &raw); err != nil {
+	if err := c.Call(ctx, proto.MethodDiscover, "", nil, &r); err != nil {
 		return nil, err
 	}
-	return decodeToolAnswer(raw)
-}
-
-func decodeToolAnswer(raw json.RawMessage) (*ToolAnswer, error) {
-	var kind proto.ResultBase
-	if err := json.Unmarshal(raw, &kind); err != nil {
-		return nil, err
+	if r.TTLMs > 0 {
+		c.mu.Lock()
+		c.discover, c.discoUntl = &r, time.Now().Add(time.Duration(r.TTLMs)*time.Millisecond)
+		c.mu.Unlock()
 	}
-	switch kind.ResultType {
-	case proto.ResultTask:
-		var t proto.CreateTaskResult
-		return &ToolAnswer{Task: &t}, json.Unmarshal(raw, &t)
-	case proto.ResultInputRequired:
-		var in proto.InputRequiredResult
-		return &ToolAnswer{Input: &in}, json.Unmarshal(raw, &in)
-	}
-	var r proto.CallToolResult
-	return &ToolAnswer{Result: &r}, json.Unmarshal(raw, &r)
+	return &r, nil
 }
 
-// GetTask calls tasks/get.
-func (c *Client) GetTask(ctx context.Context, id string) (*proto.GetTaskResult, error) {
-	var r proto.GetTaskResult
-	return &r, c.Call(ctx, proto.MethodTasksGet, id, map[string]any{"taskId": id}, &r)
-}
-
-// CallToolRetry retries a tools/call that answered input_required (MRTR):
-// the same name and arguments, the answers, and the requestState as given.
-func (c *Client) CallToolRetry(ctx context.Context, name string, args any, responses map[string]any, state string) (*ToolAnswer, json.RawMessage, error) {
-	params := map[string]any{"name": name, "inputResponses": responses, "requestState": state}
-	if args != nil {
-		params["arguments"] = args
-	}
-	var raw json.RawMessage
-	if err := c.Call(ctx, proto.MethodToolsCall, name, params, &raw); err != nil {
-		return nil, nil, err
-	}
-	a, err := decodeToolAnswer(raw)
-	return a, raw, err
-}
-
-// UpdateTask calls tasks/update with answers to a task's input requests.
-func (c *Client) UpdateTask(ctx context.Context, id string, responses map[string]any) (*proto.Ack, error) {
-	var r proto.Ack
-	return &r, c.Call(ctx, proto.MethodTasksUpd, id, map[string]any{"taskId": id, "inputResponses": responses}, &r)
-}
-
-// CancelTask calls tasks/cancel.
-func (c *Client) CancelTask(ctx context.Context, id string) (*proto.Ack, error) {
-	var r proto.Ack
-	return &r, c.Call(ctx, proto.MethodTasksCncl, id, map[string]any{"taskId": id}, &r)
-}
-
-// Wait polls tasks/get until the task is terminal, honouring pollIntervalMs
-// (at most maxPoll between polls), or until ctx is done.
-func (c *Client) Wait(ctx context.Context, id string, maxPoll time.Duration) (*proto.GetTaskResult, error) {
-	for {
-		t, err := c.GetTask(ctx, id)
-		if err != nil {
+// ListTools calls tools/list (every page) and returns the tools a client may
+// call: a tool whose x-mcp-header annotations are invalid is dropped, as the
+// protocol requires. The valid annotations are remembered for CallTool.
+func (c *Client) ListTools(ctx context.Context) ([]proto.Tool, error) {
+	var all []proto.Tool
+	headers := map[string]map[string]string{}
+	cursor := ""
+	for range 1000 {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		var page proto.ListToolsResult
+		if err := c.Call(ctx, proto.MethodToolsList, "", params, &page); err != nil {
 			return nil, err
 		}
-		if t.Status.Terminal() {
-			return t, nil
+		for _, t := range page.Tools {
+			h, err := ToolHeaders(t.InputSchema)
+			if err != nil {
+				continue
+			}
+			headers[t.Name] = h
+			all = append(all, t)
 		}
-		d := maxPoll
-		if t.PollIntervalMs != nil {
-			d = min(d, time.Duration(*t.PollIntervalMs)*time.Millisecond)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(d):
+		if cursor = page.NextCursor; cursor == "" {
+			break
 		}
 	}
+	c.mu.Lock()
+	c.headers = headers
+	c.mu.Unlock()
+	return all, nil
+}
+
+// paramHeaders are the Mcp-Param-* headers of a call of tool with args,
+// from the x-mcp-header annotations ListTools saw (none before it).
+func (c *Client) paramHeaders(tool string, args any) (http.Header, error) {
+	c.mu.Lock()
+	names := c.headers[tool]
+	c.mu.Unlock()
+	if len(names) == 0 || args == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil, nil
+	}
+	h := http.Header{}
+	for arg, name := range names {
+		if v, ok := headerValue(m[arg]); ok {
+			h["Mcp-Param-"+name] = []string{v}
+		}
+	}
+	return h, nil
 }

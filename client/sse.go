@@ -90,7 +90,7 @@ type Listener struct {
 func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Listener, error) {
 	id := c.nextID.Add(1)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": proto.MethodListen,
-		"params": map[string]any{"_meta": c.meta(), "notifications": filter}})
+		"params": map[string]any{"_meta": c.meta(ctx), "notifications": filter}})
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +100,11 @@ func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Listener, 
 	}
 	for k, v := range c.Header {
 		req.Header[k] = v
+	}
+	if h, ok := ctx.Value(headerKey{}).(http.Header); ok {
+		for k, v := range h {
+			req.Header[k] = v
+		}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

@@ -26,11 +26,13 @@ func (p *proc) kill(t *testing.T) {
 // another worker as soon as mcpq sees its heartbeats stop (--lost-after),
 // not after asynq's lease recovery (a minute and more, longer than this
 // test's waits allow), and a cancel of a task the dead worker held ends it
-// cancelled without waiting for any re-delivery.
+// cancelled without waiting for any re-delivery. The workers hold each
+// principal to a share of 2 running tasks, which the two tasks fill: the
+// dead worker's slots must not keep the survivor from running again.
 func TestTakeoverAfterSIGKILL(t *testing.T) {
 	t.Parallel()
 	b := redistest.Real(t)
-	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s"}
+	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s", "MCPQ_MAX_RUNNING_PER_PRINCIPAL=2"}
 	doomed := start(t, "worker A", env, nil, "worker", "--fixtures", "conformance")
 	port, err := redistest.FreePort()
 	if err != nil {

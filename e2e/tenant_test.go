@@ -13,7 +13,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +34,10 @@ func testHostileTenants(t *testing.T, b *redistest.Backend) {
 	t.Parallel()
 	keyAlice, keyBob := "k1-"+taskstate.NewID(), "k2-"+taskstate.NewID()
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix}
-	start(t, "worker", env, nil, "worker", "--fixtures", "conformance")
+	// Four slots, and a share of two per principal (by environment, which
+	// a worker without shares ignores: alice's flood then takes every slot).
+	start(t, "worker", append([]string{"MCPQ_CONCURRENCY=4", "MCPQ_MAX_RUNNING_PER_PRINCIPAL=2"}, env...), nil,
+		"worker", "--fixtures", "conformance")
 	var fes []*authFE
 	for i := range 2 {
 		port, err := redistest.FreePort()
@@ -72,6 +77,75 @@ func testHostileTenants(t *testing.T, b *redistest.Backend) {
 			t.Errorf("100000 answers: HTTP %d %s", a.status, a.body)
 		}
 		t.Logf("refused in %s", time.Since(began).Round(time.Millisecond))
+	})
+
+	t.Run("finding 2: a flooding tenant leaves others a worker", func(t *testing.T) {
+		// alice asks for more hour-long tasks than the fleet has slots (as
+		// the review did: 25, well under the live-task cap).
+		// Five at a time: each create waits out the tool's sync budget (0.5 s).
+		flood := make([]string, 25)
+		aliceClient := &client.Client{URL: fe1.base + "/mcp", Tasks: true, Header: http.Header{"Authorization": {"Bearer " + keyAlice}}}
+		var wg sync.WaitGroup
+		for w := range 5 {
+			wg.Go(func() {
+				for i := w; i < len(flood); i += 5 {
+					if a, err := aliceClient.CallTool(ctx, "slow_compute", map[string]any{"seconds": 3600}); err == nil && a.Task != nil {
+						flood[i] = a.Task.TaskID
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if slices.Contains(flood, "") {
+			t.Fatalf("alice's flood was not all created: %q", flood)
+		}
+		defer func() {
+			for _, id := range flood {
+				fe1.task(t, ctx, keyAlice, proto.MethodTasksCncl, id)
+			}
+		}()
+		keys := taskstate.Keys{Prefix: b.Prefix}
+		running := func() (ids []string) { // held by a delivery now (the record's running attempt)
+			for _, id := range flood {
+				v, _ := b.Client.HGet(ctx, keys.Task(taskstate.Ref{Owner: taskstate.OwnerTag("alice"), ID: id}), "running").Result()
+				if v != "" && v != "0" {
+					ids = append(ids, id)
+				}
+			}
+			return ids
+		}
+		waitFor := func(what string, ok func() bool) {
+			t.Helper()
+			for !ok() {
+				select {
+				case <-ctx.Done():
+					t.Fatalf("%s: never (alice runs %v)", what, running())
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}
+		waitFor("alice's flood runs", func() bool { return len(running()) >= 2 })
+		// bob's call of 0 seconds starts and ends while alice floods.
+		began := time.Now()
+		a := fe2.post(t, ctx, keyBob, 1, proto.MethodToolsCall, "slow_compute",
+			map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0}})
+		if id, ok := lookupPath(a.json(t), "result", "taskId"); ok {
+			fe2.await(t, ctx, keyBob, id.(string), proto.StatusCompleted)
+		} else if text, _ := lookupPath(a.json(t), "result", "content"); a.status != 200 || text == nil {
+			t.Fatalf("bob's call: HTTP %d %s", a.status, a.body)
+		}
+		t.Logf("bob's 0-second call answered %s after it was sent, alice flooding with %d tasks on 4 slots",
+			time.Since(began).Round(time.Millisecond), len(flood))
+		if n := len(running()); n > 2 {
+			t.Errorf("alice runs %d tasks at once, more than her share of 2", n)
+		}
+		// A slot alice frees goes to one of her waiting tasks: none is lost.
+		before := running()
+		fe1.task(t, ctx, keyAlice, proto.MethodTasksCncl, before[0])
+		waitFor("a waiting task of alice's takes the freed slot", func() bool {
+			now := running()
+			return len(now) == 2 && !slices.Contains(now, before[0])
+		})
 	})
 
 	t.Run("finding 4: duplicate member names are refused", func(t *testing.T) {

@@ -331,7 +331,7 @@ func TestAsynqWorker(t *testing.T) {
 			if err != nil {
 				return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 			}
-			c, err := e.store.Claim(ctx, r, 0)
+			c, err := e.store.Claim(ctx, r, 0, taskstate.Share{})
 			if err != nil {
 				return nil // ended, cancelled or not ours: a no-op
 			}

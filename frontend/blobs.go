@@ -12,6 +12,39 @@ import (
 	"github.com/mcpq/mcpq/taskstate"
 )
 
+// storeArguments puts a call's arguments, over InlineMaxArgumentBytes, in
+// the object store at the task's objstore.ArgumentsKey and returns the key
+// for the task record. It runs after every check of the call and before
+// the create script, so a worker never claims a record whose arguments
+// are not stored yet; the worker reads them back before the handler runs
+// and deletes them when the task ends (worker/blobs.go).
+func (s *Server) storeArguments(ctx context.Context, id string, args []byte) (string, error) {
+	key := objstore.ArgumentsKey(id)
+	if err := s.cfg.Blobs.Put(ctx, key, args, "application/json"); err != nil {
+		s.log.Error("store large arguments", "task", id, "bytes", len(args), "err", err)
+		return "", proto.NewError(proto.CodeInternalError,
+			"Internal error: the arguments (%d bytes) are over the inline limit and the object store refused them", len(args))
+	}
+	return key, nil
+}
+
+// dropArguments deletes stored arguments whose create failed with err,
+// when no task will ever read them: the create was refused (live-task or
+// argument-byte cap, a taken id), or its record was failed unscheduled.
+// After any other error the record may exist (Redis unreachable, not
+// replicated): the key stays, for the reaper at the task's expiry or the
+// workers' age sweep (docs/tools.md, "Large arguments").
+func (s *Server) dropArguments(ctx context.Context, key string, err error) {
+	var jobErr *taskstate.JobError
+	if !errors.Is(err, taskstate.ErrLimit) && !errors.Is(err, taskstate.ErrArgsLimit) &&
+		!errors.Is(err, taskstate.ErrExists) && !errors.As(err, &jobErr) {
+		return
+	}
+	if derr := s.cfg.Blobs.Delete(context.WithoutCancel(ctx), key); derr != nil {
+		s.log.Warn("delete the arguments of a refused call (the age sweep will)", "key", key, "err", derr)
+	}
+}
+
 // blobReadTTLMs: a stored result never changes, but it ends with its task.
 const blobReadTTLMs = 60 * 1000
 

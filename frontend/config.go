@@ -115,12 +115,23 @@ type Config struct {
 	// Blobs is the object store workers put large results in
 	// (worker.Config.Blobs.Store); resources/read serves them from it to
 	// their task's owner. Nil: such reads answer "Resource not found".
+	// The front end puts large call arguments there too
+	// (InlineMaxArgumentBytes).
 	Blobs objstore.Store
+	// InlineMaxArgumentBytes is the largest arguments object (JSON bytes)
+	// a task record holds; larger arguments go to Blobs and the record
+	// holds their key (frontend/blobs.go). Default
+	// DefaultInlineMaxArgumentBytes; negative, or no Blobs: never.
+	InlineMaxArgumentBytes int
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
 }
+
+// DefaultInlineMaxArgumentBytes is Config.InlineMaxArgumentBytes's
+// default: the same 256 KiB as a result block's (worker.BlobConfig).
+const DefaultInlineMaxArgumentBytes = 256 << 10
 
 // Version is mcpq's version, shown in serverInfo.
 const Version = "0.1.0"
@@ -157,6 +168,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxArgumentBytesHeld == 0 {
 		c.MaxArgumentBytesHeld = 64 << 20
+	}
+	switch {
+	case c.Blobs == nil:
+		c.InlineMaxArgumentBytes = -1 // nowhere else to keep them
+	case c.InlineMaxArgumentBytes == 0:
+		c.InlineMaxArgumentBytes = DefaultInlineMaxArgumentBytes
 	}
 	if c.MaxLiveTasks == 0 {
 		c.MaxLiveTasks = 1000

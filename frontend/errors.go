@@ -58,8 +58,6 @@ func toRPC(err error) (*proto.Error, int) {
 		pe = proto.NewError(proto.CodeInternalError, "Not replicated: the change was made, but only %d of %d Redis replicas "+
 			"confirmed it within %s, so a Redis failover may lose it", re.Got, re.Want, re.Timeout)
 		pe.Data = map[string]any{"replicasConfirmed": re.Got, "replicasWanted": re.Want}
-	case taskstate.IsUnavailable(err):
-		return errUnavailable(), http.StatusServiceUnavailable
 	case errors.Is(err, taskstate.ErrNotFound), errors.Is(err, taskstate.ErrExpired):
 		pe = errTaskNotFound()
 	case errors.Is(err, taskstate.ErrLimit):
@@ -68,6 +66,10 @@ func toRPC(err error) (*proto.Error, int) {
 	case errors.Is(err, taskstate.ErrArgsLimit):
 		return proto.NewError(proto.CodeInternalError, "Limit reached: this principal's live tasks hold too many argument bytes; wait for some to end"),
 			http.StatusTooManyRequests
+	// After the sentinels: a refusal is never unavailability, and the
+	// classification walks the error chain many times over.
+	case taskstate.IsUnavailable(err):
+		return errUnavailable(), http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		pe = proto.NewError(proto.CodeInternalError, "Internal error: request cancelled or timed out")
 	default:

@@ -169,7 +169,7 @@ func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opt
 		return nil, ferr
 	}
 	if !hold {
-		claim, cerr := f.store.Claim(ctx, ref, seq)
+		claim, cerr := f.store.Claim(ctx, ref, seq, taskstate.Share{})
 		j.ClaimErr = cerr
 		if cerr == nil {
 			j.Attempt = claim.Attempt

@@ -99,7 +99,7 @@ func TestListenEachStateOnce(t *testing.T) {
 		}
 		done := outcome(proto.StatusCompleted)
 		for _, id := range ids {
-			c, err := e.store.Claim(ctx, ref(id), 0)
+			c, err := e.store.Claim(ctx, ref(id), 0, taskstate.Share{})
 			if err != nil {
 				t.Fatalf("claim %s: %v", id, err)
 			}

@@ -42,26 +42,59 @@ func (s *Server) anonymousFor(r *http.Request) bool {
 }
 
 // hostAllowed reports whether a Host header names an allowed origin's host
-// (any port), the same list as Origin.
+// (any port), the same list as Origin. It runs on every anonymous request,
+// so the list is read once (allowHosts) and a plain host[:port] is split
+// without url.Parse.
 func (s *Server) hostAllowed(hostport string) bool {
-	if slices.Contains(s.cfg.AllowedOrigins, "*") {
+	if s.hosts.any {
 		return true
 	}
-	u, err := url.Parse("http://" + hostport)
-	if err != nil || u.Host == "" {
-		return false
+	host, ok := plainHost(hostport)
+	if !ok {
+		u, err := url.Parse("http://" + hostport)
+		if err != nil || u.Host == "" {
+			return false
+		}
+		host = u.Hostname()
 	}
-	host := strings.ToLower(u.Hostname())
-	for _, a := range s.cfg.AllowedOrigins {
-		if au, err := url.Parse(a); err == nil && strings.Contains(a, "://") {
-			if strings.ToLower(au.Hostname()) == host {
-				return true
-			}
-		} else if strings.Trim(strings.ToLower(a), "[]") == host {
-			return true
+	return s.hosts.names[strings.ToLower(host)]
+}
+
+// plainHost splits "name" or "name:port" (no brackets, at most one colon,
+// a non-empty name of letters, digits, '.', '-' and '_', digits after the
+// colon); anything else is left to url.Parse.
+func plainHost(hostport string) (string, bool) {
+	host, port, hasPort := strings.Cut(hostport, ":")
+	if host == "" || (hasPort && (port == "" || strings.Trim(port, "0123456789") != "")) {
+		return "", false
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return "", false
 		}
 	}
-	return false
+	return host, true
+}
+
+// hostList is Config.AllowedOrigins as hostAllowed reads it: "*" allows
+// any host; an origin with a scheme gives its host name; a bare entry is a
+// host name itself (brackets trimmed). Names are lower case.
+type hostList struct {
+	any   bool
+	names map[string]bool
+}
+
+func allowHosts(origins []string) hostList {
+	l := hostList{any: slices.Contains(origins, "*"), names: make(map[string]bool, len(origins))}
+	for _, a := range origins {
+		if au, err := url.Parse(a); err == nil && strings.Contains(a, "://") {
+			l.names[strings.ToLower(au.Hostname())] = true
+		} else {
+			l.names[strings.Trim(strings.ToLower(a), "[]")] = true
+		}
+	}
+	return l
 }
 
 func (s *Server) originAllowed(origin string) bool {

@@ -66,7 +66,7 @@ func TestStoredResultShapes(t *testing.T) {
 				res <- a
 			}()
 			j := e.enq.nextJob(t)
-			c, err := e.store.Claim(context.Background(), j.Ref, j.Seq)
+			c, err := e.store.Claim(context.Background(), j.Ref, j.Seq, taskstate.Share{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -271,7 +271,7 @@ func preparePresets(t *testing.T, e *env) map[string]string {
 	}
 	claimed := func() string {
 		id := create(e.store, frontend.AnonymousPrincipal)
-		if _, err := e.store.Claim(ctx, ref(id), 0); err != nil {
+		if _, err := e.store.Claim(ctx, ref(id), 0, taskstate.Share{}); err != nil {
 			t.Fatal(err)
 		}
 		return id

@@ -125,7 +125,7 @@ func TestResyncAfterCut(t *testing.T) {
 		proxy.setCut(true)
 		done := outcome(proto.StatusCompleted)
 		for _, r := range []taskstate.Ref{ref(listened), waited} {
-			c, err := e.store.Claim(ctx, r, 0)
+			c, err := e.store.Claim(ctx, r, 0, taskstate.Share{})
 			if err != nil {
 				t.Fatalf("claim: %v", err)
 			}
@@ -199,7 +199,7 @@ func TestRedisRestart(t *testing.T) {
 	}
 	done := outcome(proto.StatusCompleted)
 	for _, r := range []taskstate.Ref{ref(listened), waited} {
-		c, err := e.store.Claim(ctx, r, 0)
+		c, err := e.store.Claim(ctx, r, 0, taskstate.Share{})
 		if err != nil {
 			t.Fatalf("claim after the restart: %v", err)
 		}

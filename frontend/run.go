@@ -102,7 +102,15 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		if err := s.bill(c, inv, &p); err != nil {
 			return nil, err
 		}
+		if s.cfg.InlineMaxArgumentBytes >= 0 && len(inv.args) > s.cfg.InlineMaxArgumentBytes {
+			if p.ArgumentsRef, err = s.storeArguments(ctx, ref.ID, inv.args); err != nil {
+				return nil, err
+			}
+		}
 		if rec, err = s.create(ctx, p, inv.def); err != nil {
+			if p.ArgumentsRef != "" {
+				s.dropArguments(ctx, p.ArgumentsRef, err)
+			}
 			if fe := (*taskstate.FundsError)(nil); errors.As(err, &fe) {
 				return fundsResult(inv.name, fe), nil
 			}

@@ -25,6 +25,7 @@ type Server struct {
 	hub        *taskstate.Hub
 	catalog    *catalog
 	listens    listenCounts // open listen streams per principal
+	hosts      hostList     // AllowedOrigins as Host headers match them
 	log        *slog.Logger
 	resultMeta proto.ResultMeta
 	methods    map[string]method
@@ -84,6 +85,7 @@ func New(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
 		captureJobs: captureJobs,
+		hosts:       allowHosts(cfg.AllowedOrigins),
 	}
 	if captureJobs {
 		s.inspector = asynq.NewInspectorFromRedisClient(cfg.Redis)

@@ -315,7 +315,8 @@ func TestTenantLowerFindings(t *testing.T) {
 		e.h.ServeHTTP(w, r)
 		return w.Result()
 	}
-	for _, host := range []string{"evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io"} {
+	for _, host := range []string{"evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io",
+		"localhost:abc", "127.0.0.2", "evil.example:80@x", "[::2]:8080"} {
 		for _, target := range []string{"/mcp", "/v1/tasks", "/v1/tasks/x"} {
 			method, body := http.MethodGet, ""
 			if target == "/mcp" {
@@ -330,7 +331,7 @@ func TestTenantLowerFindings(t *testing.T) {
 			t.Errorf("keyed request with Host %s: HTTP %d", host, res.StatusCode)
 		}
 	}
-	for _, host := range []string{"localhost", "localhost:8080", "127.0.0.1:9", "[::1]:8080"} {
+	for _, host := range []string{"localhost", "localhost:8080", "LocalHost:8080", "127.0.0.1:9", "[::1]:8080", "[::1]"} {
 		res := send(anon, http.MethodPost, "/mcp", host, discover, "")
 		if res.StatusCode != 200 {
 			t.Errorf("anonymous request with Host %s: HTTP %d", host, res.StatusCode)

@@ -91,6 +91,21 @@ func isDirErr(p string) bool {
 	return err == nil && st.IsDir()
 }
 
+// Delete implements Store.
+func (d *Dir) Delete(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	p := d.path(key)
+	if isDirErr(p) {
+		return nil // a prefix of other objects, not an object
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("objstore: %w", err)
+	}
+	return nil
+}
+
 // DeletePrefix implements Store.
 func (d *Dir) DeletePrefix(ctx context.Context, prefix string) error {
 	if err := checkKey(prefix); err != nil {

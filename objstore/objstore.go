@@ -1,9 +1,11 @@
 // Package objstore keeps payloads too large for a task record (tool results
-// over the inline limit) in an object store: a local folder (the default of
-// mcpq dev) or an S3-compatible bucket. Keys are slash-separated names of
-// letters, digits, '-', '_' and '.'; the worker names a task's objects
-// "<task id>/<attempt>.<n>" (worker/blobs.go) so a task's objects share a
-// prefix and are removed together when the task ends its life.
+// and call arguments over their inline limits) in an object store: a local
+// folder (the default of mcpq dev) or an S3-compatible bucket. Keys are
+// slash-separated names of letters, digits, '-', '_' and '.'; a task's
+// objects share the prefix "<task id>/" so they are removed together when
+// the task ends its life: the worker names result blocks
+// "<task id>/<attempt>.<n>" (worker/blobs.go), the front end stores
+// arguments at ArgumentsKey.
 package objstore
 
 import (
@@ -37,6 +39,8 @@ type Store interface {
 	Put(ctx context.Context, key string, data []byte, contentType string) error
 	// Get returns the object under key, or ErrNotFound.
 	Get(ctx context.Context, key string) (Object, error)
+	// Delete removes the object under key; removing nothing is not an error.
+	Delete(ctx context.Context, key string) error
 	// DeletePrefix removes every object whose key starts with prefix + "/"
 	// (a task's objects); removing nothing is not an error.
 	DeletePrefix(ctx context.Context, prefix string) error
@@ -48,6 +52,13 @@ type Store interface {
 	// expired with no reaper to remove them.
 	Sweep(ctx context.Context, cutoff time.Time) (int, error)
 }
+
+// ArgumentsKey is the key of a task's arguments the front end stored
+// because they were over its inline limit (frontend/blobs.go); the task
+// record holds this key in their place and the worker reads them from it
+// (worker/blobs.go). It cannot collide with a result block's
+// "<attempt>.<n>" and is not readable with resources/read.
+func ArgumentsKey(taskID string) string { return taskID + "/args" }
 
 // Credentials are an S3 access key pair; empty means anonymous requests.
 type Credentials struct {

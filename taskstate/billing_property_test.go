@@ -76,7 +76,7 @@ func TestBillingProperty(t *testing.T) {
 	var deliver func(ref taskstate.Ref, seq int64)
 	deliver = func(ref taskstate.Ref, seq int64) {
 		defer runs.Done()
-		claim, err := st.Claim(ctx, ref, seq)
+		claim, err := st.Claim(ctx, ref, seq, taskstate.Share{})
 		if err != nil {
 			if !expected(err) {
 				fail("claim", err)

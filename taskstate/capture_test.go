@@ -188,7 +188,7 @@ func TestCreateWithJobRefused(t *testing.T) {
 			t.Fatalf("refused record: Get = %v, want ErrNotFound", err)
 		}
 		// Its job may be queued; a claim finds no record, so a worker drops it.
-		if _, err := e.s.Claim(ctx(t), ref, 0); !errors.Is(err, taskstate.ErrNotFound) {
+		if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); !errors.Is(err, taskstate.ErrNotFound) {
 			t.Fatalf("Claim of the refused task = %v, want ErrNotFound", err)
 		}
 	})

@@ -5,6 +5,34 @@ import (
 	"fmt"
 )
 
+// Share is how many of one principal's tasks may run at once on a queue,
+// counted across every worker of the deployment.
+type Share struct {
+	// Queue is the mcpq queue the job was delivered on.
+	Queue string
+	// Max is the most of the principal's tasks that run on Queue at once;
+	// 0 means no share (any number).
+	Max int
+}
+
+// BusyError is Claim's answer when the task's principal already runs
+// Share.Max tasks on the queue: the task was not claimed and its job is
+// done with; job Seq is the one to enqueue, after a short delay. It
+// matches ErrBusy.
+type BusyError struct {
+	// Seq is the number of the task's next job.
+	Seq int64
+	// Running is how many of the principal's tasks run on the queue.
+	Running int64
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("taskstate: the principal already runs %d tasks on the queue; run job %d later", e.Running, e.Seq)
+}
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
 // Claim is what a worker gets when it starts a task's job.
 type Claim struct {
 	// Attempt is this delivery's attempt number; every later write carries it.
@@ -19,14 +47,27 @@ type Claim struct {
 // delivery of a job the task was taken back from), ErrCancelled when a
 // cancel was requested before the start (the task is now cancelled),
 // ErrExpired, ErrNotFound, or ErrIllegal when the task is not working
-// (parked for input).
-func (s *Store) Claim(ctx context.Context, ref Ref, seq int64) (*Claim, error) {
-	res, err := claimScript.Run(ctx, s.rdb, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID,
-		seq, s.lost.Milliseconds()).Slice()
+// (parked for input). Under a share (share.Max > 0) it returns a
+// *BusyError when the principal already runs share.Max tasks on
+// share.Queue; the check and the claim are one script, so concurrent
+// claims cannot pass the share, and it costs no extra round trip.
+func (s *Store) Claim(ctx context.Context, ref Ref, seq int64, share Share) (*Claim, error) {
+	keys := append(s.liveKeys(ref), s.keys.Running(ref.Owner, share.Queue))
+	res, err := claimScript.Run(ctx, s.rdb, keys, s.nowMs(), s.keys.Events(ref), ref.ID,
+		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue).Slice()
 	if err != nil {
 		return nil, err
 	}
 	code, _ := res[0].(int64)
+	if code == codeBusy {
+		if len(res) < 3 {
+			return nil, fmt.Errorf("taskstate: claim returned %d values", len(res))
+		}
+		e := &BusyError{}
+		e.Seq, _ = res[1].(int64)
+		e.Running, _ = res[2].(int64)
+		return nil, e
+	}
 	if code != codeOK {
 		return nil, codeErr(code)
 	}

@@ -23,6 +23,10 @@ type CreateParams struct {
 	// Tool is the tool name and Arguments its arguments object.
 	Tool      string
 	Arguments json.RawMessage
+	// ArgumentsRef, when set, is the object-store key (objstore) that holds
+	// Arguments: the record keeps this key (field 'argsRef') in their place,
+	// while MaxArgBytes still counts len(Arguments), their real size.
+	ArgumentsRef string
 	// TTLMs is the lifetime from creation; nil is unlimited.
 	TTLMs *int64
 	// PollIntervalMs is the suggested polling interval.
@@ -119,6 +123,10 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	}
 	argv := []any{ms, p.Principal, p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt,
 		string(caps), ref.ID, deadline, p.MaxLive, p.MaxArgBytes, reserve, idemTTL}
+	if p.ArgumentsRef != "" { // the key in their place, their size to count (ARGV[16])
+		argv[3] = p.ArgumentsRef
+		argv = append(argv, len(args))
+	}
 	var err, jobErr error
 	var replayed string
 	if p.Job.Captured() {
@@ -138,7 +146,10 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	t := time.UnixMilli(ms)
 	rec := &Record{Ref: ref, Status: proto.StatusWorking, StatusMessage: p.StatusMessage, CreatedAt: t,
 		LastUpdatedAt: t, TTLMs: p.TTLMs, PollIntervalMs: p.PollIntervalMs, Principal: p.Principal,
-		Tool: p.Tool, Arguments: args, Capabilities: caps}
+		Tool: p.Tool, Arguments: args, ArgumentsRef: p.ArgumentsRef, Capabilities: caps}
+	if p.ArgumentsRef != "" {
+		rec.Arguments = nil // as a Get would read it
+	}
 	if jobErr != nil {
 		return rec, &JobError{Err: jobErr}
 	}

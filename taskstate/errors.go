@@ -37,6 +37,9 @@ var (
 	// errReplayed: the idempotency key already made a task (create.lua;
 	// Create answers that task instead).
 	errReplayed = errors.New("taskstate: idempotency key replayed")
+	// ErrBusy: the owner already runs its share of the queue; the task was
+	// not claimed (Claim returns a *BusyError that names the job to run later).
+	ErrBusy = errors.New("taskstate: the principal runs its share of the queue")
 )
 
 // NotOwned reports whether err says the writing delivery no longer owns
@@ -63,6 +66,7 @@ const (
 	codeArgsLimit
 	codeFunds
 	codeReplayed
+	codeBusy
 )
 
 // scriptCodes is the one table of script return codes: the name scripts
@@ -84,6 +88,7 @@ var scriptCodes = [...]struct {
 	codeArgsLimit: {"ARGS_LIMIT", ErrArgsLimit},
 	codeFunds:     {"FUNDS", ErrFunds},
 	codeReplayed:  {"REPLAYED", errReplayed},
+	codeBusy:      {"BUSY", ErrBusy},
 }
 
 // codeErr turns a script return code into a sentinel error.

@@ -22,7 +22,7 @@ func TestStrandedTasksPastManyHeld(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.s.Claim(ctx(t), rec.Ref, 0); err != nil {
+			if _, err := e.s.Claim(ctx(t), rec.Ref, 0, taskstate.Share{}); err != nil {
 				t.Fatal(err)
 			}
 			e.clock.Advance(time.Millisecond)
@@ -111,7 +111,7 @@ func TestEndedTaskDropsRunState(t *testing.T) {
 		e := newEnv(t, b)
 		ref := e.create(t, taskstate.CreateParams{Arguments: json.RawMessage(`{"big":"` + strings.Repeat("x", 500) + `"}`),
 			Capabilities: json.RawMessage(`{"elicitation":{}}`)})
-		c, err := e.s.Claim(ctx(t), ref, 0)
+		c, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ func TestInputRounds(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		t.Run("partial answers keep only the pending key", func(t *testing.T) {
 			e := newEnv(t, b)
-			ref, _ := e.parked(t, taskstate.CreateParams{}, "a", "b")
+			ref, _ := e.parked(t, taskstate.CreateParams{PollIntervalMs: 700}, "a", "b")
 			res, err := e.s.Answer(ctx(t), ref, raws("a", acceptA))
 			if err != nil || res.Applied != 1 || res.Resume != 0 {
 				t.Fatalf("first answer: %+v %v", res, err)
@@ -55,8 +55,10 @@ func TestInputRounds(t *testing.T) {
 			if r.Status != proto.StatusInputRequired || len(r.InputRequests) != 1 || r.InputRequests["b"] == nil {
 				t.Fatalf("after a partial answer: %s %v", r.Status, r.InputRequests)
 			}
-			if p := *r.Task().PollIntervalMs; p < taskstate.InputPollIntervalMs {
-				t.Fatalf("pollIntervalMs %d while waiting for input", p)
+			// The tool's own interval: a longer one delays the poll after
+			// tasks/update, where the next step shows.
+			if p := r.Task().PollIntervalMs; p == nil || *p != 700 {
+				t.Fatalf("pollIntervalMs %v while waiting for input, want the tool's 700", p)
 			}
 			res, err = e.s.Answer(ctx(t), ref, raws("b", acceptB))
 			if err != nil || res.Applied != 1 || res.Resume != 1 {
@@ -121,7 +123,7 @@ func TestInputRounds(t *testing.T) {
 			if r := e.get(t, ref); r.Status != proto.StatusCancelled {
 				t.Fatalf("status %s %q", r.Status, r.StatusMessage)
 			}
-			if _, err := e.s.Claim(ctx(t), ref, 0); !errors.Is(err, taskstate.ErrTerminal) {
+			if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); !errors.Is(err, taskstate.ErrTerminal) {
 				t.Fatalf("claim of the resumed job: %v", err)
 			}
 		})
@@ -138,7 +140,7 @@ func TestInputRounds(t *testing.T) {
 			if _, err := e.s.Answer(ctx(t), ref, raws("a", acceptA)); err != nil {
 				t.Fatal(err)
 			}
-			c, err := e.s.Claim(ctx(t), ref, 1)
+			c, err := e.s.Claim(ctx(t), ref, 1, taskstate.Share{})
 			if err != nil || string(c.Record.Checkpoint) != `{"done":3}` || string(c.Record.Answers["a"]) != acceptA {
 				t.Fatalf("claim after resume: %+v %v", c, err)
 			}

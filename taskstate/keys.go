@@ -91,6 +91,17 @@ func (k Keys) ArgBytes(owner string) string { return k.Live(owner) + ":args" }
 // runs out. The takeover scan walks it. Type: sorted set.
 func (k Keys) Held(owner string) string { return k.Prefix + "{" + owner + "}:held" }
 
+// Running holds one owner's tasks that run on queue (an mcpq queue name)
+// while a per-principal share is in force (claim.go): member task id,
+// score the unix ms until which the entry counts (the delivery's last
+// claim or heartbeat plus lost-after), so the slot of a killed worker ages
+// out on its own. The record's 'slot' field names the set its task is in,
+// and the scripts that park, end or take back a task remove it from there
+// (prelude.lua's free_slot). Type: sorted set.
+func (k Keys) Running(owner, queue string) string {
+	return k.Prefix + "{" + owner + "}:running:" + queue
+}
+
 // Rate is one owner's request token bucket (fields tokens, ts). Type: hash.
 func (k Keys) Rate(owner string) string { return k.Prefix + "{" + owner + "}:rate" }
 

@@ -98,7 +98,7 @@ func (e *env) create(t *testing.T, p taskstate.CreateParams) taskstate.Ref {
 // claim claims ref's current job and fails the test on error.
 func (e *env) claim(t *testing.T, ref taskstate.Ref) int64 {
 	t.Helper()
-	c, err := e.s.Claim(ctx(t), ref, e.get(t, ref).Resumes)
+	c, err := e.s.Claim(ctx(t), ref, e.get(t, ref).Resumes, taskstate.Share{})
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}

@@ -8,9 +8,10 @@ import (
 
 // Allow takes one token from the principal's bucket (rate per second,
 // burst at most), shared by every front end. When none is left it answers
-// false and how long until one is.
+// false and how long until one is. The bucket runs on Redis's clock, not
+// the Store's (scripts/ratelimit.lua says why).
 func (s *Store) Allow(ctx context.Context, principal string, rate float64, burst int) (bool, time.Duration, error) {
-	res, err := rateScript.Run(ctx, s.rdb, []string{s.keys.Rate(OwnerTag(principal))}, s.nowMs(), rate, burst).Slice()
+	res, err := rateScript.Run(ctx, s.rdb, []string{s.keys.Rate(OwnerTag(principal))}, rate, burst).Slice()
 	if err != nil {
 		return false, 0, err
 	}

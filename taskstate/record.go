@@ -36,6 +36,9 @@ type Record struct {
 	// Tool and Arguments are the call.
 	Tool      string
 	Arguments json.RawMessage
+	// ArgumentsRef, when set, is the object-store key holding the call's
+	// arguments (CreateParams.ArgumentsRef); Arguments is then empty.
+	ArgumentsRef string
 	// Attempt counts job deliveries that claimed the task.
 	Attempt int64
 	// Running is the attempt that holds the task now; 0 while queued or parked.
@@ -135,6 +138,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	if v := f["arguments"]; v != "" {
 		r.Arguments = json.RawMessage(v)
 	}
+	r.ArgumentsRef = f["argsRef"]
 	if v := f["result"]; v != "" {
 		r.Result = json.RawMessage(v)
 	}
@@ -195,18 +199,15 @@ func (r *Record) Task() proto.Task {
 	return t
 }
 
-// InputPollIntervalMs is the slowest polling suggested while a task waits
-// for input: a person answers in seconds, not milliseconds.
-const InputPollIntervalMs = 5000
-
-// pollInterval is the pollIntervalMs suggested now: the tool's interval
-// while working, and at least InputPollIntervalMs while waiting for input.
-func (r *Record) pollInterval() int64 {
-	if r.Status == proto.StatusInputRequired {
-		return max(r.PollIntervalMs, InputPollIntervalMs)
-	}
-	return r.PollIntervalMs
-}
+// pollInterval is the pollIntervalMs suggested now: the tool's own
+// interval in every status, input_required included. A task waiting for
+// input is polled by a client that already holds its inputRequests (the
+// poll that saw input_required carried them), so a slower interval there
+// saves nothing while the person thinks, and only delays the one poll that
+// matters: the one after tasks/update, which real clients (the TypeScript
+// client, the Inspector) make a whole interval later. The step after an
+// answer is then seen at the tool's pace, like every other step.
+func (r *Record) pollInterval() int64 { return r.PollIntervalMs }
 
 // Detailed is the record's wire DetailedTask: the variant of its status.
 func (r *Record) Detailed() proto.DetailedTask {

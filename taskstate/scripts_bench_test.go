@@ -66,7 +66,7 @@ func benchTasks(b *testing.B, s *taskstate.Store, n int, stage benchStage) ([]ta
 		if stage == stageCreated {
 			continue
 		}
-		c, err := s.Claim(ctx, rec.Ref, 0)
+		c, err := s.Claim(ctx, rec.Ref, 0, taskstate.Share{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -140,7 +140,24 @@ func BenchmarkClaim(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
-			if _, err := s.Claim(ctx, refs[i], 0); err != nil {
+			if _, err := s.Claim(ctx, refs[i], 0, taskstate.Share{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkClaimShare is BenchmarkClaim under a principal's share of the
+// queue that is never reached: the cost of counting at claim.
+func BenchmarkClaimShare(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		refs, _ := benchTasks(b, s, b.N, stageCreated)
+		share := taskstate.Share{Queue: "q", Max: b.N + 1}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if _, err := s.Claim(ctx, refs[i], 0, share); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -172,40 +172,67 @@ func TestAPIKeys(t *testing.T) {
 	})
 }
 
+// TestAllow: the token bucket on Redis's clock. Its arithmetic is checked
+// on miniredis, whose clock the test sets; on a real redis-server the rate
+// is so slow (one token per 1000 s) that no pause of the machine refills one.
 func TestAllow(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, fresh(b))
 		c := ctx(t)
-		allow := func(p string, rate float64, burst int) (bool, time.Duration) {
+		expect := func(what, p string, rate float64, burst int, wantOK bool, wantWait time.Duration) {
 			t.Helper()
 			ok, w, err := e.s.Allow(c, p, rate, burst)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return ok, w
-		}
-		expect := func(what, p string, rate float64, burst int, wantOK bool, wantWait time.Duration) {
-			t.Helper()
-			ok, w := allow(p, rate, burst)
 			if ok != wantOK || w != wantWait {
 				t.Errorf("%s: Allow = %v wait %v, want %v wait %v", what, ok, w, wantOK, wantWait)
 			}
 		}
+		// The bucket is under the principal's tag, and expires when idle.
+		defer func() {
+			key := e.s.Keys().Rate(taskstate.OwnerTag("alice"))
+			if !strings.Contains(key, "{"+taskstate.OwnerTag("alice")+"}") {
+				t.Errorf("rate key %q lacks the owner's hash tag", key)
+			}
+			if d := e.b.Client.PTTL(c, key).Val(); d <= 0 {
+				t.Errorf("rate key TTL %v, want one", d)
+			}
+		}()
+		if b.Mini == nil {
+			const slow = 0.001 // one token per 1000 s
+			for i := range 3 {
+				expect("burst "+string(rune('1'+i)), "alice", slow, 3, true, 0)
+			}
+			for _, what := range []string{"past the burst", "refused again"} {
+				ok, w, err := e.s.Allow(c, "alice", slow, 3)
+				if err != nil || ok || w <= 990*time.Second || w > 1000*time.Second {
+					t.Errorf("%s: Allow = %v wait %v err %v, want refused for about 1000 s", what, ok, w, err)
+				}
+			}
+			expect("bob untouched", "bob", slow, 3, true, 0)
+			return
+		}
+		redisNow := time.UnixMilli(time.Now().UnixMilli())
+		advance := func(d time.Duration) { redisNow = redisNow.Add(d); b.Mini.SetTime(redisNow) }
+		advance(0)
 		// 2 per second, burst 3: three at once, then one every 500ms.
 		for i := range 3 {
 			expect("burst "+string(rune('1'+i)), "alice", 2, 3, true, 0)
 		}
 		expect("past the burst", "alice", 2, 3, false, 500*time.Millisecond)
 		expect("refused again", "alice", 2, 3, false, 500*time.Millisecond)
-		e.clock.Advance(250 * time.Millisecond)
+		e.clock.Advance(time.Hour) // the Store's clock plays no part
+		expect("store clock ignored", "alice", 2, 3, false, 500*time.Millisecond)
+		advance(250 * time.Millisecond)
 		expect("half a token", "alice", 2, 3, false, 250*time.Millisecond)
-		e.clock.Advance(250 * time.Millisecond)
+		advance(250 * time.Millisecond)
 		expect("refilled one", "alice", 2, 3, true, 0)
 		expect("empty again", "alice", 2, 3, false, 500*time.Millisecond)
 		// Another principal has a bucket of its own.
 		expect("bob untouched", "bob", 2, 3, true, 0)
 		// A long pause refills to the burst, never beyond.
-		e.clock.Advance(time.Hour)
+		advance(time.Hour)
 		for range 3 {
 			expect("after an hour", "alice", 2, 3, true, 0)
 		}
@@ -213,15 +240,38 @@ func TestAllow(t *testing.T) {
 		// Slow rates round the wait up to whole milliseconds.
 		expect("slow first", "carol", 0.3, 1, true, 0)
 		expect("slow refused", "carol", 0.3, 1, false, 3334*time.Millisecond)
-		e.clock.Advance(3334 * time.Millisecond)
+		advance(3334 * time.Millisecond)
 		expect("slow refilled", "carol", 0.3, 1, true, 0)
-		// The bucket is under the principal's tag, and expires when idle.
-		key := e.s.Keys().Rate(taskstate.OwnerTag("alice"))
-		if !strings.Contains(key, "{"+taskstate.OwnerTag("alice")+"}") {
-			t.Errorf("rate key %q lacks the owner's hash tag", key)
+	})
+}
+
+// TestAllowSkewedCallers: two front ends whose clocks disagree by an hour
+// share one bucket and together get no more than its burst (issue 13: on
+// the callers' clocks each alternation refilled the bucket by the skew).
+func TestAllowSkewedCallers(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		b = fresh(b)
+		behind, ahead := newClock(), newClock()
+		ahead.Advance(time.Hour)
+		stores := []*taskstate.Store{
+			taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix, Clock: behind.Now}),
+			taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix, Clock: ahead.Now}),
 		}
-		if d := e.b.Client.PTTL(c, key).Val(); d <= 0 || d > 3*time.Second {
-			t.Errorf("rate key TTL %v, want about burst/rate + 1s", d)
+		c := ctx(t)
+		allowed := 0
+		for i := range 20 {
+			ok, _, err := stores[i%2].Allow(c, "alice", 0.001, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				allowed++
+			}
+			behind.Advance(time.Second)
+			ahead.Advance(time.Second)
+		}
+		if allowed != 3 {
+			t.Errorf("two skewed front ends got %d requests through a bucket of 3 refilling once per 1000 s", allowed)
 		}
 	})
 }

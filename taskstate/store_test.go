@@ -196,12 +196,15 @@ func TestNewID(t *testing.T) {
 	seen := make(map[string]bool, n)
 	for range n {
 		id := taskstate.NewID()
-		if len(id) != 22 {
-			t.Fatalf("NewID %q has %d chars, want 22", id, len(id))
+		if len(id) != 23 {
+			t.Fatalf("NewID %q has %d chars, want 23", id, len(id))
 		}
 		raw, err := base64.RawURLEncoding.Strict().DecodeString(id)
-		if err != nil || len(raw) != 16 {
-			t.Fatalf("NewID %q is not 128 bits of base64url: %v (%d bytes)", id, err, len(raw))
+		if err != nil || len(raw) != 17 || raw[0]&0x80 != 0 {
+			t.Fatalf("NewID %q is not 135 bits of base64url: %v (%d bytes)", id, err, len(raw))
+		}
+		if c := id[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'f') {
+			t.Fatalf("NewID %q does not start with a letter", id)
 		}
 		if !taskstate.ValidID(id) {
 			t.Fatalf("ValidID(NewID()) = false for %q", id)
@@ -221,7 +224,14 @@ func TestValidID(t *testing.T) {
 		want bool
 	}{
 		{good, true},
-		{"AAAAAAAAAAAAAAAAAAAAAA", true},
+		{"AAAAAAAAAAAAAAAAAAAAAAA", true},
+		{"fAAAAAAAAAAAAAAAAAAAAAA", true},
+		{"gAAAAAAAAAAAAAAAAAAAAAA", false}, // first byte's top bit set
+		{"-AAAAAAAAAAAAAAAAAAAAAA", false}, // reads as a flag: NewID never makes it
+		{"_AAAAAAAAAAAAAAAAAAAAAA", false},
+		{"AAAAAAAAAAAAAAAAAAAAAAB", false}, // non-zero trailing bits
+		{"AAAAAAAAAAAAAAAAAAAAAA", true},   // the 16-byte ids made before stay valid
+		{"-AAAAAAAAAAAAAAAAAAAAA", true},
 		{"abcdefghijklmnopqrst-w", true},    // URL-safe alphabet, canonical last char
 		{"abcdefghijklmnopqrst-_", false},   // non-zero trailing bits: NewID never makes it
 		{"AAAAAAAAAAAAAAAAAAAAAB", false},   // same
@@ -354,7 +364,7 @@ func TestGetExpired(t *testing.T) {
 			if err := e.s.Heartbeat(ctx(t), ref, attempt); err != taskstate.ErrExpired {
 				t.Fatalf("Heartbeat at the deadline = %v, want ErrExpired", err)
 			}
-			if _, err := e.s.Claim(ctx(t), ref, 0); err != taskstate.ErrExpired {
+			if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); err != taskstate.ErrExpired {
 				t.Fatalf("Claim at the deadline = %v, want ErrExpired", err)
 			}
 			if err := e.s.RequestCancel(ctx(t), ref); err != taskstate.ErrNotFound {
@@ -371,7 +381,7 @@ func TestGetExpired(t *testing.T) {
 			do   func() error
 			want error
 		}{
-			{"Claim", func() error { _, err := e.s.Claim(ctx(t), ref, 0); return err }, taskstate.ErrExpired},
+			{"Claim", func() error { _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); return err }, taskstate.ErrExpired},
 			{"Progress", func() error { return e.s.Progress(ctx(t), ref, attempt, "x") }, taskstate.ErrExpired},
 			{"Heartbeat", func() error { return e.s.Heartbeat(ctx(t), ref, attempt) }, taskstate.ErrExpired},
 			{"Finish completed", func() error {
@@ -412,7 +422,7 @@ func TestExpiryRemovesKey(t *testing.T) {
 		if _, err := e.s.Get(ctx(t), ref); err != taskstate.ErrNotFound {
 			t.Fatalf("Get after expiry = %v, want ErrNotFound", err)
 		}
-		if _, err := e.s.Claim(ctx(t), ref, 0); !errors.Is(err, taskstate.ErrNotFound) {
+		if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); !errors.Is(err, taskstate.ErrNotFound) {
 			t.Fatalf("Claim after expiry = %v, want ErrNotFound", err)
 		}
 		if err := e.s.RequestCancel(ctx(t), ref); err != taskstate.ErrNotFound {

@@ -78,8 +78,8 @@ func TestTakeover(t *testing.T) {
 				}
 			}
 			// A late delivery of the old job (asynq's own lease recovery) claims nothing.
-			e.unchanged(t, ref, func() error { _, err := e.s.Claim(ctx(t), ref, 0); return err }, taskstate.ErrStale)
-			c, err := e.s.Claim(ctx(t), ref, 1)
+			e.unchanged(t, ref, func() error { _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); return err }, taskstate.ErrStale)
+			c, err := e.s.Claim(ctx(t), ref, 1, taskstate.Share{})
 			if err != nil || c.Attempt <= a {
 				t.Fatalf("new job's claim: %+v %v", c, err)
 			}
@@ -94,7 +94,7 @@ func TestTakeover(t *testing.T) {
 			e := newEnvOpts(t, b, taskstate.Options{LostAfter: time.Second})
 			ref := e.create(t, taskstate.CreateParams{})
 			for seq := int64(0); seq <= 2; seq++ {
-				if _, err := e.s.Claim(ctx(t), ref, seq); err != nil {
+				if _, err := e.s.Claim(ctx(t), ref, seq, taskstate.Share{}); err != nil {
 					t.Fatalf("claim job %d: %v", seq, err)
 				}
 				e.clock.Advance(2 * time.Second)

@@ -80,3 +80,55 @@ func TestArgBytesReturned(t *testing.T) {
 		}
 	})
 }
+
+// TestArgumentsRef: arguments kept in the object store leave only their
+// key in the record, still count their real size against the owner's
+// argument-byte cap, come back with the claim, and the key goes when the
+// task ends.
+func TestArgumentsRef(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		args := json.RawMessage(`{"a":"` + strings.Repeat("x", 1000) + `"}`) // 1008 bytes
+		total := func() string {
+			return b.Client.HGet(ctx(t), e.s.Keys().ArgBytes(taskstate.OwnerTag(principal)), "total").Val()
+		}
+		p := taskstate.CreateParams{Arguments: args, MaxArgBytes: 2500}
+		p.ID = taskstate.NewID()
+		p.ArgumentsRef = p.ID + "/args"
+		ref := e.create(t, p)
+		fields := b.Client.HGetAll(ctx(t), e.s.Keys().Task(ref)).Val()
+		if _, ok := fields["arguments"]; ok || fields["argsRef"] != ref.ID+"/args" {
+			t.Fatalf("record fields %v: want argsRef and no arguments", fields)
+		}
+		if got := total(); got != "1008" {
+			t.Fatalf("total %q after a create of 1008 bytes kept elsewhere", got)
+		}
+		if rec := e.get(t, ref); rec.ArgumentsRef != ref.ID+"/args" || rec.Arguments != nil {
+			t.Fatalf("Get: ref %q, arguments %s", rec.ArgumentsRef, rec.Arguments)
+		}
+		// The cap counts real sizes: a second one fits, a third does not.
+		q := p
+		q.ID = taskstate.NewID()
+		q.ArgumentsRef = q.ID + "/args"
+		e.create(t, q)
+		q.ID = taskstate.NewID()
+		q.ArgumentsRef = q.ID + "/args"
+		q.Principal, q.Tool = principal, "echo"
+		if _, err := e.s.Create(ctx(t), q); err != taskstate.ErrArgsLimit {
+			t.Fatalf("third create: %v, want ErrArgsLimit", err)
+		}
+		c, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{})
+		if err != nil || c.Record.ArgumentsRef != ref.ID+"/args" {
+			t.Fatalf("claim: %v, ref %q", err, c.Record.ArgumentsRef)
+		}
+		if err := e.s.Finish(ctx(t), ref, c.Attempt, outcome(proto.StatusCompleted)); err != nil {
+			t.Fatal(err)
+		}
+		if got := total(); got != "1008" {
+			t.Fatalf("total %q after one ended", got)
+		}
+		if v := b.Client.HExists(ctx(t), e.s.Keys().Task(ref), "argsRef").Val(); v {
+			t.Error("an ended task's record kept its argsRef")
+		}
+	})
+}

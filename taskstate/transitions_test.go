@@ -308,7 +308,7 @@ func TestTerminalNeverChanges(t *testing.T) {
 			if err := e.s.RequestCancel(ctx(t), ref); err != nil {
 				t.Fatalf("RequestCancel: %v", err)
 			}
-			if _, err := e.s.Claim(ctx(t), ref, 0); !errors.Is(err, taskstate.ErrCancelled) {
+			if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); !errors.Is(err, taskstate.ErrCancelled) {
 				t.Fatalf("re-Claim: %v, want ErrCancelled", err)
 			}
 			return ref, attempt
@@ -324,7 +324,7 @@ func TestTerminalNeverChanges(t *testing.T) {
 			return e.s.RequestCancel(ctx(t), ref)
 		}, nil},
 		{"Claim", func(t *testing.T, e *env, ref taskstate.Ref, _ int64) error {
-			c, err := e.s.Claim(ctx(t), ref, 0)
+			c, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{})
 			if c != nil {
 				t.Errorf("Claim returned %+v with %v", c, err)
 			}

@@ -44,7 +44,7 @@ func TestClaimAttempts(t *testing.T) {
 			t.Run("attempt "+strconv.FormatInt(want, 10), func(t *testing.T) {
 				e.clock.Advance(time.Second)
 				before := e.raw(t, ref)
-				c, err := e.s.Claim(ctx(t), ref, 0)
+				c, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{})
 				if err != nil {
 					t.Fatalf("Claim: %v", err)
 				}
@@ -175,7 +175,7 @@ func TestClaimRefused(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				ref := tc.setup(t, e)
 				claim := func() error {
-					c, err := e.s.Claim(ctx(t), ref, 0)
+					c, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{})
 					if c != nil {
 						t.Errorf("Claim returned %+v with %v", c, err)
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -179,6 +180,46 @@ func extension(mime string) string {
 		return ""
 	}
 	return "." + sub
+}
+
+// loadArguments sets c.Arguments to the arguments the front end kept in
+// the object store (frontend/blobs.go) when the record holds their key. A
+// *proto.Error fails the task (no store here, the object is gone); a store
+// error is a transientError (the job is delivered again).
+func (w *Worker) loadArguments(ctx context.Context, c *Call) error {
+	key := c.record.ArgumentsRef
+	if key == "" {
+		return nil
+	}
+	if w.cfg.Blobs.Store == nil {
+		return proto.NewError(proto.CodeInternalError,
+			"Internal error: the task's arguments are in the object store and this worker has none (front ends and workers need the same --blob-url)")
+	}
+	o, err := w.cfg.Blobs.Store.Get(ctx, key)
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
+		return proto.NewError(proto.CodeInternalError, "Internal error: the task's arguments are no longer in the object store")
+	case err != nil:
+		return &transientError{fmt.Errorf("read the task's arguments from the object store: %w", err)}
+	}
+	c.Arguments = o.Data
+	return nil
+}
+
+// deleteArguments removes the arguments an ended task kept in the object
+// store: key, or the task's objstore.ArgumentsKey when the caller cannot
+// tell whether it had any (a job whose task was cancelled before it ran).
+// What this misses the reaper removes with the task's prefix.
+func (w *Worker) deleteArguments(ctx context.Context, id, key string) {
+	if w.cfg.Blobs.Store == nil {
+		return
+	}
+	if key == "" {
+		key = objstore.ArgumentsKey(id)
+	}
+	if err := w.cfg.Blobs.Store.Delete(ctx, key); err != nil && ctx.Err() == nil {
+		w.log.Warn("delete an ended task's stored arguments (the reaper will)", "task", id, "err", err)
+	}
 }
 
 // deleteBlobs removes the stored blocks of the tasks the reaper ended.

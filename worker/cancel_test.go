@@ -158,7 +158,7 @@ func TestCancelBeforeClaim(t *testing.T) {
 			ctx := context.Background()
 			tk := h.create(t, "job", `{}`)
 			if tc.lostAttempt {
-				if _, err := h.store.Claim(ctx, tk.ref, 0); err != nil {
+				if _, err := h.store.Claim(ctx, tk.ref, 0, taskstate.Share{}); err != nil {
 					t.Fatalf("Claim: %v", err)
 				}
 			}
@@ -322,7 +322,7 @@ func TestFencing(t *testing.T) {
 			if a := recv(t, started, "attempt 1 start"); a != 1 {
 				t.Fatalf("worker attempt = %d, want 1", a)
 			}
-			claim, err := h.store.Claim(ctx, tk.ref, 0) // a re-delivery elsewhere
+			claim, err := h.store.Claim(ctx, tk.ref, 0, taskstate.Share{}) // a re-delivery elsewhere
 			if err != nil || claim.Attempt != 2 {
 				t.Fatalf("second Claim = %+v, %v; want attempt 2", claim, err)
 			}

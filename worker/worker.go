@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,22 @@ type Config struct {
 	// TakeoverInterval is how often the worker looks for lost deliveries
 	// and overdue cancels (default 1s; any number of workers may look).
 	TakeoverInterval time.Duration
+	// MaxRunningPerPrincipal is each principal's share of a queue: the
+	// most of its tasks that run on the queue at once, counted in Redis
+	// across every worker of the deployment, by mcpq queue name; the key
+	// "*" applies to every queue not named. A job over its principal's
+	// share is not run: it goes back to its queue for BusyDelay (a new job
+	// id, as a takeover issues; no retry spent) and runs once the
+	// principal runs fewer. A parked task (input_required) counts for
+	// none, and a killed worker's tasks stop counting after LostAfter.
+	// Keep each share below the queue's concurrency across the fleet so
+	// other principals find free slots. Empty (the default): no share.
+	// Every worker of a deployment needs the same.
+	MaxRunningPerPrincipal map[string]int
+	// BusyDelay is how long a job over its principal's share waits before
+	// it is delivered again (default 1s; also how often the asynq servers
+	// move due delayed jobs to their queue while a share is set).
+	BusyDelay time.Duration
 	// Blobs says where result blocks too large for the task record go
 	// (default: nowhere, they stay inline; worker/blobs.go).
 	Blobs BlobConfig
@@ -109,6 +126,9 @@ type Worker struct {
 	ready  chan struct{} // closed once the catalog is published and jobs are taken
 	// stopping is set once Run begins shutting down.
 	stopping atomic.Bool
+	// requeue enqueues the later job of a task over its principal's share
+	// (set by Run before jobs are taken).
+	requeue *asynq.Client
 }
 
 // Ready is closed once Run has published the catalog and takes jobs.
@@ -169,6 +189,14 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.TakeoverInterval <= 0 {
 		cfg.TakeoverInterval = time.Second
 	}
+	for q, n := range cfg.MaxRunningPerPrincipal {
+		if q == "" || n < 0 {
+			return nil, fmt.Errorf("worker: MaxRunningPerPrincipal entry %q=%d needs a queue (or *) and a number of 0 or more", q, n)
+		}
+	}
+	if cfg.BusyDelay <= 0 {
+		cfg.BusyDelay = time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -228,6 +256,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer stops.Close()
 	go w.routeStops(ctx, stops)
+	client := asynq.NewClientFromRedisClient(w.cfg.Redis)
+	w.requeue = client
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(job.Type, func(jctx context.Context, t *asynq.Task) error {
 		id, _ := asynq.GetTaskID(jctx)
@@ -255,7 +285,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer t.Stop()
 		ledger = t.C
 	}
-	client := asynq.NewClientFromRedisClient(w.cfg.Redis)
 	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
 	tctx, stopTakeover := context.WithCancel(ctx)
 	defer stopTakeover()
@@ -322,14 +351,19 @@ func (w *Worker) startServers(mux *asynq.ServeMux, named map[string]int) ([]*asy
 		for _, q := range queues {
 			qs[w.store.Keys().Queue(q)] = 1
 		}
+		var delayedCheck time.Duration // asynq's default, 5s
+		if len(w.cfg.MaxRunningPerPrincipal) > 0 {
+			delayedCheck = w.cfg.BusyDelay // jobs over a share come back after BusyDelay, not up to 5s later
+		}
 		return asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
-			Concurrency:       concurrency,
-			Queues:            qs,
-			TaskCheckInterval: w.cfg.TaskCheckInterval,
-			ShutdownTimeout:   w.cfg.ShutdownTimeout,
-			RetryDelayFunc:    job.RetryDelay,
-			Logger:            asynqLogger{w.log},
-			LogLevel:          asynq.WarnLevel,
+			Concurrency:              concurrency,
+			DelayedTaskCheckInterval: delayedCheck,
+			Queues:                   qs,
+			TaskCheckInterval:        w.cfg.TaskCheckInterval,
+			ShutdownTimeout:          w.cfg.ShutdownTimeout,
+			RetryDelayFunc:           job.RetryDelay,
+			Logger:                   asynqLogger{w.log},
+			LogLevel:                 asynq.WarnLevel,
 		})
 	}
 	var srvs []*asynq.Server
@@ -412,11 +446,19 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 		w.log.Error("job id names no job of its task: dropped", "task", ref.ID, "job", jobID)
 		return fmt.Errorf("%w: job id %q", asynq.SkipRetry, jobID)
 	}
-	claim, err := w.store.Claim(ctx, ref, seq)
+	share := w.share(ctx)
+	claim, err := w.store.Claim(ctx, ref, seq, share)
+	var busy *taskstate.BusyError
 	switch {
 	case err == nil:
+	case errors.As(err, &busy):
+		w.later(ctx, ref, share.Queue, busy)
+		return nil
 	case taskstate.NotOwned(err), errors.Is(err, taskstate.ErrCancelled), errors.Is(err, taskstate.ErrIllegal):
 		w.log.Debug("job is a no-op", "task", ref.ID, "reason", err)
+		if errors.Is(err, taskstate.ErrCancelled) || errors.Is(err, taskstate.ErrTerminal) {
+			w.deleteArguments(ctx, ref.ID, "") // cancelled before it ran
+		}
 		return nil
 	default:
 		return err
@@ -442,7 +484,13 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 	if e == nil {
 		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", rec.Tool))
 	} else {
-		res, herr := w.run(runCtx, e.run, call)
+		// Arguments kept in the object store are read under the heartbeat,
+		// and their errors are handled as the handler's.
+		var res any
+		herr := w.loadArguments(runCtx, call)
+		if herr == nil {
+			res, herr = w.run(runCtx, e.run, call)
+		}
 		if ctx.Err() != nil && !call.cancelRequested() {
 			return w.interrupted(ctx, ref, claim.Attempt, log)
 		}
@@ -470,19 +518,58 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 		}
 		out = outcome(e, res, herr, call.cancelRequested())
 	}
-	// The outcome is written with a fresh context: a cancel stopped runCtx.
-	err = w.finish(context.WithoutCancel(ctx), ref, claim.Attempt, out)
+	return w.conclude(ctx, rec, claim.Attempt, out, log)
+}
+
+// conclude writes a delivery's outcome, with a fresh context (a cancel
+// stopped the run's), and deletes the arguments the task kept in the
+// object store once it has ended.
+func (w *Worker) conclude(ctx context.Context, rec *taskstate.Record, attempt int64, out taskstate.Outcome, log func() *slog.Logger) error {
+	err := w.finish(context.WithoutCancel(ctx), rec.Ref, attempt, out)
 	switch {
 	case errors.Is(err, taskstate.ErrCancelled):
 		log().Info("cancel acknowledged before the outcome: task ended cancelled", "outcome", out.Status)
 	case taskstate.NotOwned(err):
 		log().Info("outcome not written", "status", out.Status, "reason", err)
+		return nil
 	case err != nil:
 		return err
 	default:
 		log().Debug("task finished", "status", out.Status)
 	}
+	if rec.ArgumentsRef != "" {
+		w.deleteArguments(context.WithoutCancel(ctx), rec.Ref.ID, rec.ArgumentsRef)
+	}
 	return nil
+}
+
+// share is the principal share of the queue the job came from (ctx is
+// the job's asynq context).
+func (w *Worker) share(ctx context.Context) taskstate.Share {
+	if len(w.cfg.MaxRunningPerPrincipal) == 0 {
+		return taskstate.Share{}
+	}
+	q, _ := asynq.GetQueueName(ctx)
+	q = strings.TrimPrefix(q, w.store.Keys().Queue(""))
+	n, ok := w.cfg.MaxRunningPerPrincipal[q]
+	if !ok {
+		n = w.cfg.MaxRunningPerPrincipal["*"]
+	}
+	return taskstate.Share{Queue: q, Max: n}
+}
+
+// later enqueues the next job of a task over its principal's share on
+// its queue, to be delivered after BusyDelay. Should that fail, the task
+// waits as "working" with no job, which the recovery of stranded tasks
+// finds (RecoverAfter) and enqueues the same job id: it is not lost.
+func (w *Worker) later(ctx context.Context, ref taskstate.Ref, queue string, busy *taskstate.BusyError) {
+	err := job.Requeue(ctx, w.requeue, ref, busy.Seq, w.store.Keys().Queue(queue), w.cfg.MaxTTL, w.cfg.BusyDelay)
+	if err != nil {
+		w.log.Warn("task over its principal's share not re-enqueued: stranded-task recovery will", "task", ref.ID,
+			"job", job.ID(ref, busy.Seq), "err", err)
+		return
+	}
+	w.log.Debug("task over its principal's share: runs later", "task", ref.ID, "queue", queue, "running", busy.Running)
 }
 
 // finishRetryFor bounds how long finish keeps trying to write an outcome

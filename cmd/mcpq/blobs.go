@@ -11,9 +11,10 @@ import (
 	"github.com/mcpq/mcpq/worker"
 )
 
-// blobFlags are the object store settings: where result blocks too large
-// for a task record go (docs/tools.md, "Large results"). Front ends and
-// workers need the same --blob-url.
+// blobFlags are the object store settings: where result blocks and call
+// arguments too large for a task record go (docs/tools.md, "Large results"
+// and "Large arguments"; the front end's --inline-max-argument-bytes is
+// with its other flags). Front ends and workers need the same --blob-url.
 type blobFlags struct {
 	url       string
 	inlineMax int
@@ -24,9 +25,9 @@ type blobFlags struct {
 // signed URL lifetime.
 func (b *blobFlags) register(fs *flag.FlagSet, forWorker bool) {
 	fs.StringVar(&b.url, "blob-url", env("MCPQ_BLOB_URL", ""),
-		"object store for large results: file:///path or s3://bucket[/prefix]?endpoint=host:port&region=r&insecure=true&expire_days=n; "+
+		"object store for large results and arguments: file:///path or s3://bucket[/prefix]?endpoint=host:port&region=r&insecure=true&expire_days=n; "+
 			"credentials from MCPQ_BLOB_ACCESS_KEY/MCPQ_BLOB_SECRET_KEY or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "+
-			"(env MCPQ_BLOB_URL; default none: results stay in Redis; mcpq dev: a temporary folder)")
+			"(env MCPQ_BLOB_URL; default none: results and arguments stay in Redis; mcpq dev: a temporary folder)")
 	if forWorker {
 		fs.IntVar(&b.inlineMax, "inline-max-bytes", envInt("MCPQ_INLINE_MAX_BYTES", worker.DefaultInlineMaxBytes),
 			"largest result content block kept in the task record; larger ones go to --blob-url (env MCPQ_INLINE_MAX_BYTES)")

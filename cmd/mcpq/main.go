@@ -25,6 +25,10 @@ Usage:
   mcpq tasks     ls [--status S] [--limit N] | get ID                 your tasks (MCPQ_URL, MCPQ_API_KEY)
   mcpq accounts  credit PRINCIPAL AMOUNT | show PRINCIPAL | ledger PRINCIPAL [--limit N] [--cursor C]
                                                                      billing accounts (REDIS_URL; docs/billing.md)
+  mcpq call      TOOL [key=value ...] [--json ARGS] [--detach]        call a tool, follow its task, print the result
+  mcpq task      get|watch|cancel ID | answer ID [key=JSON ...]       one task (MCPQ_URL, MCPQ_API_KEY)
+  mcpq resume                                                         re-attach to every journaled task
+  mcpq conformance-client URL                                         the client the MCP conformance suite drives
 
 Run "mcpq COMMAND -h" for a command's flags and environment variables.
 `
@@ -33,6 +37,29 @@ func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "call", "task", "resume", "conformance-client":
+		// Client commands handle Ctrl-C themselves (cancel or detach).
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		defer stop()
+		var err error
+		switch args := os.Args[2:]; os.Args[1] {
+		case "call":
+			err = runCall(ctx, args)
+		case "task":
+			err = runTask(ctx, args)
+		case "resume":
+			err = runResume(ctx, args)
+		case "conformance-client":
+			err = runConformanceClient(ctx, args)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mcpq %s: %v\n", os.Args[1], err)
+			stop()
+			os.Exit(1)
+		}
+		return
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -22,6 +22,11 @@ func queueFlags(fs *flag.FlagSet, cfg *worker.Config) {
 	envFunc(fs, "tool-queues", "MCPQ_TOOL_QUEUES",
 		`put tools on queues by name, like render_gif=gpu,*=cpu (* for every entry that names no queue); every worker of a deployment needs the same (env MCPQ_TOOL_QUEUES)`,
 		func(v string) (err error) { cfg.ToolQueues, err = parseToolQueues(v); return err })
+	envFunc(fs, "max-running-per-principal", "MCPQ_MAX_RUNNING_PER_PRINCIPAL",
+		`each principal's share of a queue: the most of its tasks running on it at once across all workers, like 4 (every queue) or gpu=1,*=4; a job over it waits --busy-delay and is tried again (env MCPQ_MAX_RUNNING_PER_PRINCIPAL; default: no share; every worker needs the same)`,
+		func(v string) (err error) { cfg.MaxRunningPerPrincipal, err = parseShares(v); return err })
+	fs.DurationVar(&cfg.BusyDelay, "busy-delay", envDuration("MCPQ_BUSY_DELAY", time.Second),
+		"how long a job over its principal's share waits before it is tried again (env MCPQ_BUSY_DELAY)")
 	fs.DurationVar(&cfg.CatalogInterval, "catalog-interval", envDuration("MCPQ_CATALOG_INTERVAL", 5*time.Second),
 		fmt.Sprintf("how often the worker heartbeats the tools it serves; a dead worker's tools leave tools/list within %d intervals (env MCPQ_CATALOG_INTERVAL)", worker.ServedIntervals))
 }
@@ -81,6 +86,42 @@ func parseToolQueues(v string) (map[string]string, error) {
 			return nil, fmt.Errorf("tool %s given twice", tool)
 		}
 		out[tool] = queue
+	}
+	return out, nil
+}
+
+// parseShares reads "4" (every queue) or "gpu=1,*=4" ("*": queues not
+// named); 0 means no share.
+func parseShares(v string) (map[string]int, error) {
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		if n < 0 {
+			return nil, fmt.Errorf("share %d is below 0", n)
+		}
+		return map[string]int{"*": n}, nil
+	}
+	out := map[string]int{}
+	for _, item := range splitList(v) {
+		name, n, ok := strings.Cut(item, "=")
+		name = strings.TrimSpace(name)
+		if !ok {
+			return nil, fmt.Errorf("%q is not queue=number (like gpu=1, or *=4 for every other queue)", item)
+		}
+		if name != "*" {
+			if err := checkQueueName(name); err != nil {
+				return nil, err
+			}
+		}
+		c, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || c < 0 {
+			return nil, fmt.Errorf("queue %s: share %q is not a whole number of 0 or more", name, n)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("queue %s given twice", name)
+		}
+		out[name] = c
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no share given (like 4, or gpu=1,*=4)")
 	}
 	return out, nil
 }

@@ -61,3 +61,33 @@ func TestParseToolQueues(t *testing.T) {
 		}
 	}
 }
+
+func TestParseShares(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want map[string]int
+		err  string
+	}{
+		{in: "4", want: map[string]int{"*": 4}},
+		{in: " 0 ", want: map[string]int{"*": 0}},
+		{in: "gpu=1,*=4", want: map[string]int{"gpu": 1, "*": 4}},
+		{in: "gpu=0", want: map[string]int{"gpu": 0}},
+		{in: "-1", err: "share -1 is below 0"},
+		{in: "gpu", err: `"gpu" is not queue=number`},
+		{in: "gpu=-1", err: `queue gpu: share "-1"`},
+		{in: "g p u=1", err: `queue name "g p u"`},
+		{in: "*=1,*=2", err: "queue * given twice"},
+		{in: ",", err: "no share given"},
+	} {
+		got, err := parseShares(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseShares(%q) = %v, %v; want error %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !maps.Equal(got, tc.want) {
+			t.Errorf("parseShares(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}

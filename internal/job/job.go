@@ -103,14 +103,27 @@ type Enqueuer interface {
 	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
 }
 
+// Requeue puts job number seq of ref on queue to be delivered after
+// delay (a task over its principal's share of the queue, which waits
+// without spending a retry); otherwise as Enqueue.
+func Requeue(ctx context.Context, enq Enqueuer, ref taskstate.Ref, seq int64, queue string, maxTTL, delay time.Duration) error {
+	return enqueue(ctx, enq, ref, seq, queue, maxTTL, asynq.ProcessIn(delay))
+}
+
 // Enqueue puts job number seq of ref on queue (an asynq queue name, which
 // carries mcpq's prefix: taskstate.Keys.Queue). maxTTL is the longest a
 // task may live: asynq's timeout is only a backstop, the record's TTL and
 // heartbeats are what stop a job. A job already there (the same id) is a
 // harmless conflict and answers nil.
 func Enqueue(ctx context.Context, enq Enqueuer, ref taskstate.Ref, seq int64, queue string, maxTTL time.Duration) error {
-	_, err := enq.EnqueueContext(ctx, asynq.NewTask(Type, Payload(ref)), asynq.TaskID(ID(ref, seq)),
-		asynq.Queue(queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(maxTTL+time.Minute))
+	return enqueue(ctx, enq, ref, seq, queue, maxTTL)
+}
+
+func enqueue(ctx context.Context, enq Enqueuer, ref taskstate.Ref, seq int64, queue string, maxTTL time.Duration,
+	more ...asynq.Option) error {
+	opts := append([]asynq.Option{asynq.TaskID(ID(ref, seq)), asynq.Queue(queue), asynq.MaxRetry(MaxRetry),
+		asynq.Timeout(maxTTL + time.Minute)}, more...)
+	_, err := enq.EnqueueContext(ctx, asynq.NewTask(Type, Payload(ref)), opts...)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil
 	}

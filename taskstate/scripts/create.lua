@@ -11,6 +11,9 @@
 -- With a ceiling or an idempotency key: KEYS[6] the owner's account
 -- KEYS[7] the owner's holds   KEYS[8] the owner's ledger; with a key also
 -- KEYS[9] the idempotency key's string.
+-- ARGV[16] absent, or the arguments' size in bytes when they are kept in the
+--   object store: ARGV[4] is then their object key, written as 'argsRef', and
+--   the cap counts this size, not the key's
 -- Returns OK, EXISTS when the id is taken, LIMIT when the owner has the
 -- cap of live tasks already, ARGS_LIMIT when these arguments would take
 -- its live tasks' argument bytes past their cap, {FUNDS, needed,
@@ -26,7 +29,8 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 then return EXISTS end
 if not allowed('', 'working') then return ILLEGAL end
 if tonumber(ARGV[12]) > 0 and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[12]) then return LIMIT end
-local argBytes = #ARGV[4]
+local argBytes, argField = #ARGV[4], 'arguments'
+if ARGV[16] then argBytes, argField = tonumber(ARGV[16]), 'argsRef' end
 if tonumber(ARGV[13]) > 0 and tonumber(redis.call('HGET', KEYS[5], 'total') or '0') + argBytes > tonumber(ARGV[13]) then
   return ARGS_LIMIT
 end
@@ -39,7 +43,7 @@ end
 -- Only what differs from a default is written: attempt, running and cancel
 -- read as 0, lastUpdatedAt as createdAt, ttlMs and caps as absent.
 local fields = {'status', 'working', 'statusMessage', ARGV[7], 'createdAt', ARGV[1],
-  'pollIntervalMs', ARGV[6], 'owner', ARGV[2], 'tool', ARGV[3], 'arguments', ARGV[4]}
+  'pollIntervalMs', ARGV[6], 'owner', ARGV[2], 'tool', ARGV[3], argField, ARGV[4]}
 if ARGV[5] ~= '' then fields[#fields + 1] = 'ttlMs'; fields[#fields + 1] = ARGV[5] end
 if ARGV[9] ~= '{}' then fields[#fields + 1] = 'caps'; fields[#fields + 1] = ARGV[9] end
 redis.call('HSET', KEYS[1], unpack(fields))

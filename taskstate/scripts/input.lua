@@ -5,6 +5,7 @@
 -- ARGV[4] task id   ARGV[5..] pairs of key, request JSON ({method, params})
 -- Keys are unique for the task's life: a key ever issued (pending or
 -- answered) is refused with KEY_REUSED.
+-- The task also leaves the running set of its queue (free_slot).
 -- Returns OK, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL, KEY_REUSED,
 -- CANCELLED (a cancel was requested: the caller ends the task); nothing is
 -- written then.
@@ -27,5 +28,6 @@ for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], 'req:' .. ARGV[i], ARGV[i + 1
 redis.call('HSET', KEYS[1], 'status', 'input_required', 'pending', n, 'running', 0, 'statusMessage', 'Waiting for input',
   'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[4])
+free_slot(ARGV[4]) -- a parked task holds no worker slot
 state_changed(ARGV[3])
 return OK

@@ -16,17 +16,33 @@ local function expired(createdAt, ttlMs, now)
   return tonumber(now) >= tonumber(createdAt) + tonumber(ttlMs)
 end
 
+-- free_slot: the task (KEYS[1], the record) gives back its place in the
+-- running set of its queue, if a per-principal share counted it: the
+-- record's 'slot' field names that set (Keys.Running, built by claim.go
+-- and passed to claim.lua as a key; in the owner's hash tag, so the same
+-- Cluster slot as KEYS[1]).
+local function free_slot(id)
+  local slot = redis.call('HGET', KEYS[1], 'slot')
+  if slot then
+    redis.call('ZREM', slot, id)
+    redis.call('HDEL', KEYS[1], 'slot')
+  end
+end
+
 -- ended: a task left the live set and the held index (KEYS[2] and KEYS[3] of
 -- every script that can end one) and drops what only a run needs: its
--- arguments, the creating client's capabilities, the handler's checkpoint
+-- arguments (or the object key holding them: the worker deletes that
+-- object; worker/blobs.go), the creating client's capabilities, the handler's checkpoint
 -- and which delivery held it when (KEYS[1], the record), which a finished
--- task would otherwise keep for the rest of its TTL.
+-- task would otherwise keep for the rest of its TTL; and its place in the
+-- running set of its queue (free_slot).
 -- It also returns the task's argument bytes to the owner's budget: the hash
 -- KEYS[2]..':args' (Keys.ArgBytes, in the owner's hash tag, so the same
 -- slot as KEYS[2]) holds each live task's argument bytes and their 'total';
 -- create.lua adds to it. When the live set is empty the hash goes, so a
 -- record Redis expired before the reaper saw it cannot leave bytes behind.
 local function ended(id)
+  free_slot(id)
   local ab = KEYS[2] .. ':args'
   local n = redis.call('HGET', ab, id)
   if n then
@@ -36,7 +52,7 @@ local function ended(id)
   redis.call('ZREM', KEYS[2], id)
   if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('DEL', ab) end
   redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[1], 'arguments', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt')
+  redis.call('HDEL', KEYS[1], 'arguments', 'argsRef', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt')
 end
 
 -- look_at: the held index (KEYS[3]) is to look at task id again by unix ms

@@ -27,8 +27,8 @@ if not expired(f[2], f[3], ARGV[1]) then
   return ILLEGAL
 end
 settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
+ended(ARGV[2]) -- before the DEL: it reads the record's running slot
 redis.call('DEL', KEYS[1])
-ended(ARGV[2])
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('ZREM', KEYS[5], ARGV[2])
 redis.call('PUBLISH', ARGV[3], 'expired')

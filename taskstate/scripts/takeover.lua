@@ -6,6 +6,8 @@
 -- task whose cancel was acknowledged more than the cancel grace ago ends
 -- "cancelled" (its worker did not end it: gone, or not listening). After
 -- max-lost lost deliveries the task ends "failed" instead of running again.
+-- A task taken back also leaves the running set of its queue (free_slot), so
+-- its principal's share counts only live deliveries.
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
 -- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] lost-after (ms)   ARGV[3] cancel grace (ms)
@@ -57,6 +59,7 @@ local seq = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
 redis.call('HSET', KEYS[1], 'running', 0, 'lastUpdatedAt', ARGV[1],
   'statusMessage', 'Its worker was lost (no heartbeat for ' .. ARGV[2] .. ' ms); queued to run again')
 redis.call('ZREM', KEYS[3], id)
+free_slot(id)
 state_changed(ARGV[5])
 redis.call('PUBLISH', ARGV[7], id)
 return {OK, seq, lost, beat, f[9] or ''}

@@ -92,7 +92,7 @@ func TestResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}
-	cl, err := st.Claim(ctx, ref, 0)
+	cl, err := st.Claim(ctx, ref, 0, taskstate.Share{})
 	if err != nil || cl.Attempt != 1 {
 		t.Fatalf("claim: %v %+v", err, cl)
 	}
