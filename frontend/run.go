@@ -117,6 +117,11 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			return nil, err
 		}
 		if rec.Ref != ref { // an idempotency key's retry: the first call's task
+			if p.ArgumentsRef != "" { // stored for a task that was not made
+				if derr := s.cfg.Blobs.Delete(context.WithoutCancel(ctx), p.ArgumentsRef); derr != nil {
+					s.log.Warn("delete the arguments of a replayed call (the age sweep will)", "key", p.ArgumentsRef, "err", derr)
+				}
+			}
 			ref = rec.Ref
 			if !handOut {
 				replayed, err := s.hub.Subscribe(ctx, s.store.Keys().Events(ref))
