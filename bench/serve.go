@@ -84,6 +84,7 @@ func Serve(role string, args []string) error {
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "Redis URL")
 	conc := fs.Int("concurrency", 10, "worker concurrency")
 	check := fs.Duration("task-check-interval", 0, "worker idle poll interval (0: the worker's default)")
+	billing := fs.Bool("billing", false, "front end: billing on (Config.Billing)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -109,7 +110,8 @@ func Serve(role string, args []string) error {
 	switch role {
 	case RoleFrontend:
 		// No cap on live tasks: the loads create far more than the default 1,000.
-		srv, err := frontend.New(frontend.Config{Redis: rdb, Logger: log, MaxLiveTasks: -1, Auth: tenantAuth{}})
+		srv, err := frontend.New(frontend.Config{Redis: rdb, Logger: log, MaxLiveTasks: -1, Auth: tenantAuth{},
+			Billing: *billing})
 		if err != nil {
 			return err
 		}

@@ -56,6 +56,11 @@ type Config struct {
 	Profile string `json:"profile,omitempty"`
 	// Only runs just the listed groups ("1".."10"; empty: all).
 	Only []string `json:"only,omitempty"`
+	// Billing runs the front end with billing on (frontend.Config.Billing),
+	// the noop tool priced at 1 unit a call and the anonymous principal
+	// credited enough for the run: the create figures then include the
+	// reservation in create.lua (docs/billing.md).
+	Billing bool `json:"billing,omitempty"`
 }
 
 // suite is one run in progress.
@@ -152,6 +157,9 @@ func (s *suite) maxConc() int {
 
 // spawn starts a child serving role on the run's Redis.
 func (s *suite) spawn(ctx context.Context, role string, extra ...string) (*proc, error) {
+	if role == RoleFrontend && s.cfg.Billing {
+		extra = append(extra, "-billing")
+	}
 	return spawn(ctx, s.cfg.Exe, role, s.cfg.RedisURL, extra...)
 }
 
@@ -164,6 +172,16 @@ func (s *suite) flush(ctx context.Context) error {
 // served for a day (as a live worker's heartbeat would), as a worker would.
 func (s *suite) publishCatalog(ctx context.Context) error {
 	defs := benchToolDefs()
+	if s.cfg.Billing {
+		for i := range defs {
+			if defs[i].Tool.Name == toolNoop {
+				defs[i].Price = &taskstate.Price{Base: 1}
+			}
+		}
+		if _, err := s.store.Credit(ctx, frontend.AnonymousPrincipal, taskstate.MaxAmount); err != nil {
+			return err
+		}
+	}
 	if err := s.store.PublishTools(ctx, defs); err != nil {
 		return err
 	}

@@ -30,14 +30,15 @@ func (s *Server) storeArguments(ctx context.Context, id string, args []byte) (st
 
 // dropArguments deletes stored arguments whose create failed with err,
 // when no task will ever read them: the create was refused (live-task or
-// argument-byte cap, a taken id), or its record was failed unscheduled.
+// argument-byte cap, a taken id, not enough funds), or its record was
+// failed unscheduled.
 // After any other error the record may exist (Redis unreachable, not
 // replicated): the key stays, for the reaper at the task's expiry or the
 // workers' age sweep (docs/tools.md, "Large arguments").
 func (s *Server) dropArguments(ctx context.Context, key string, err error) {
 	var jobErr *taskstate.JobError
 	if !errors.Is(err, taskstate.ErrLimit) && !errors.Is(err, taskstate.ErrArgsLimit) &&
-		!errors.Is(err, taskstate.ErrExists) && !errors.As(err, &jobErr) {
+		!errors.Is(err, taskstate.ErrExists) && !errors.Is(err, taskstate.ErrFunds) && !errors.As(err, &jobErr) {
 		return
 	}
 	if derr := s.cfg.Blobs.Delete(context.WithoutCancel(ctx), key); derr != nil {

@@ -104,6 +104,14 @@ type Config struct {
 	// WaitTimeout bounds that wait (default 1s); keep it below the Redis
 	// client's read timeout (3s unless REDIS_URL sets read_timeout).
 	WaitTimeout time.Duration
+	// Billing turns billing on (docs/billing.md): a call of a tool with a
+	// Price reserves its ceiling from the caller's account when its task
+	// is created, and is refused when the balance does not cover it.
+	// Default off: every tool is free and no account is read.
+	Billing bool
+	// IdempotencyTTL is how long a tools/call idempotency key answers the
+	// task it made, at most the task's TTL (default 24h).
+	IdempotencyTTL time.Duration
 	// CatalogTTL is how long the tool catalog read from Redis is reused (default 1s).
 	CatalogTTL time.Duration
 	// Blobs is the object store workers put large results in
@@ -210,6 +218,7 @@ func (c *Config) setDefaults() error {
 			return fmt.Errorf("frontend: era %q is not served (want %s or %s)", e, proto.ProtocolVersion, proto.LegacyVersion)
 		}
 	}
+	def(&c.IdempotencyTTL, 24*time.Hour)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

@@ -87,8 +87,16 @@ func (s *Server) listMyTasks(w http.ResponseWriter, r *http.Request) {
 	writeREST(w, http.StatusOK, out)
 }
 
+// restTask is the body of GET /v1/tasks/{id}.
+type restTask struct {
+	proto.DetailedTask
+	// Receipt is the task's billing receipt once its reservation settled
+	// (taskstate.Receipt; absent for a free task or one still running).
+	Receipt json.RawMessage `json:"receipt,omitempty"`
+}
+
 // getMyTask serves GET /v1/tasks/{id}: one of the caller's tasks, as
-// tasks/get shows it; any other id is 404.
+// tasks/get shows it, with its billing receipt; any other id is 404.
 func (s *Server) getMyTask(w http.ResponseWriter, r *http.Request) {
 	principal, err := s.admit(w, r)
 	if err != nil {
@@ -100,5 +108,5 @@ func (s *Server) getMyTask(w http.ResponseWriter, r *http.Request) {
 		s.restFail(w, err)
 		return
 	}
-	writeREST(w, http.StatusOK, rec.Detailed())
+	writeREST(w, http.StatusOK, restTask{DetailedTask: rec.Detailed(), Receipt: rec.Receipt})
 }

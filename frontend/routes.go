@@ -21,6 +21,8 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/mcp", methodNotAllowed)
 	r.Handle("/v1/tasks", s.checkOrigin(http.HandlerFunc(s.listMyTasks))).Methods(http.MethodGet)
 	r.Handle("/v1/tasks/{id}", s.checkOrigin(http.HandlerFunc(s.getMyTask))).Methods(http.MethodGet)
+	r.Handle("/v1/account", s.checkOrigin(http.HandlerFunc(s.getMyAccount))).Methods(http.MethodGet)
+	r.Handle("/v1/ledger", s.checkOrigin(http.HandlerFunc(s.getMyLedger))).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.serveReady).Methods(http.MethodGet)
 	r.Handle("/metrics", s.serveMetrics()).Methods(http.MethodGet)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -97,6 +99,9 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
 		}
+		if err := s.bill(c, inv, &p); err != nil {
+			return nil, err
+		}
 		if s.cfg.InlineMaxArgumentBytes >= 0 && len(inv.args) > s.cfg.InlineMaxArgumentBytes {
 			if p.ArgumentsRef, err = s.storeArguments(ctx, ref.ID, inv.args); err != nil {
 				return nil, err
@@ -106,9 +111,32 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			if p.ArgumentsRef != "" {
 				s.dropArguments(ctx, p.ArgumentsRef, err)
 			}
+			if fe := (*taskstate.FundsError)(nil); errors.As(err, &fe) {
+				return fundsResult(inv.name, fe), nil
+			}
 			return nil, err
 		}
-		s.metrics.created.WithLabelValues(inv.def.Key()).Inc()
+		if rec.Ref == ref {
+			s.metrics.created.WithLabelValues(inv.def.Key()).Inc()
+		} else { // an idempotency key's retry: the first call's task
+			if p.ArgumentsRef != "" { // stored for a task that was not made
+				if derr := s.cfg.Blobs.Delete(context.WithoutCancel(ctx), p.ArgumentsRef); derr != nil {
+					s.log.Warn("delete the arguments of a replayed call (the age sweep will)", "key", p.ArgumentsRef, "err", derr)
+				}
+			}
+			ref = rec.Ref
+			if !handOut {
+				replayed, err := s.hub.Subscribe(ctx, s.store.Keys().Events(ref))
+				if err != nil {
+					return nil, err
+				}
+				defer replayed.Close()
+				sub = replayed
+				if rec, err = s.store.Get(ctx, ref); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if handOut {
 			return createTaskResult(rec), nil
 		}
@@ -350,6 +378,13 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 	}
 	rec, err := s.store.Create(ctx, p)
 	var jobErr *taskstate.JobError
+	if p.Job.Captured() && (rec == nil || rec.Ref != ref) && !errors.As(err, &jobErr) {
+		// Refused (no funds, a cap) or replayed (an idempotency key's first
+		// task answers): the job sent with the record names no record, so it
+		// goes, and no job is left without its record and reservation. A
+		// worker that took it first finds no record and drops it.
+		s.dropJob(ctx, ref, def)
+	}
 	switch {
 	case errors.As(err, &jobErr):
 		s.unscheduled(ctx, rec)
@@ -361,10 +396,20 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 		return nil, err
 	case err != nil:
 		return nil, err
-	case p.Job.Captured():
+	case p.Job.Captured(), rec.Ref != ref: // enqueued with the record, or replayed: enqueued by its first call
 		return rec, nil
 	}
 	return rec, s.enqueue(ctx, rec, def, 0)
+}
+
+// dropJob deletes the first job of ref, sent with a record that was not
+// written. A job already taken by a worker is not there to delete, and is
+// a no-op there.
+func (s *Server) dropJob(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef) {
+	err := s.inspector.DeleteTask(s.store.Keys().Queue(def.Queue), job.ID(ref, 0))
+	if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && ctx.Err() == nil {
+		s.log.Debug("job of a refused create not deleted", "task", ref.ID, "err", err)
+	}
 }
 
 // enqueue puts the task's job on its queue; an id conflict means it is

@@ -37,6 +37,9 @@ type Server struct {
 	// captureJobs: the enqueuer is the default asynq client on a
 	// taskstate.JobCapture, so a create sends record and job together.
 	captureJobs bool
+	// inspector deletes a captured job whose record was refused (run.go's
+	// create); set with captureJobs.
+	inspector *asynq.Inspector
 }
 
 // method serves one JSON-RPC method.
@@ -108,6 +111,9 @@ func New(cfg Config) (*Server, error) {
 		captureJobs: captureJobs,
 		versions:    cfg.Eras,
 		hosts:       allowHosts(cfg.AllowedOrigins),
+	}
+	if captureJobs {
+		s.inspector = asynq.NewInspectorFromRedisClient(cfg.Redis)
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,

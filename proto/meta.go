@@ -63,6 +63,9 @@ type RequestMeta struct {
 	Traceparent string `json:"traceparent,omitempty"`
 	// Tracestate is the optional W3C tracestate going with Traceparent.
 	Tracestate string `json:"tracestate,omitempty"`
+	// IdempotencyKey is mcpq's optional idempotency key of a tools/call
+	// (MetaIdempotencyKey).
+	IdempotencyKey string `json:"io.mcpq/idempotencyKey,omitempty"`
 }
 
 // RequestParams is the part every request's params share.

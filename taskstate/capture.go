@@ -189,16 +189,17 @@ func (e *JobError) Unwrap() error { return e.Err }
 // runWithJob runs create.lua and then the captured job in one pipeline. A
 // NOSCRIPT (after a SCRIPT FLUSH or a Redis restart) resends that script
 // with its source, record first.
-func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ...any) (recErr, jobErr error) {
+func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ...any) (replayed string, recErr, jobErr error) {
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
 		// The two scripts' keys live in different slots, so a cluster
 		// pipeline may run them on two nodes in either order: one at a time.
 		// A replica shortfall still wrote the record: its job goes too.
-		recErr := s.runKeysWaited(ctx, createScript, keys, args...)
-		if recErr != nil && !errors.Is(recErr, ErrNotReplicated) {
-			return recErr, nil
+		reply, replicaErr := s.runWaited(ctx, createScript, keys, args...)
+		replayed, recErr := createReply(reply)
+		if recErr != nil {
+			return replayed, recErr, nil
 		}
-		return recErr, jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), s.rdb, job)
+		return "", replicaErr, jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), s.rdb, job)
 	}
 	pipe := s.rdb.Pipeline()
 	rc := createScript.EvalSha(ctx, pipe, keys, args...)
@@ -211,17 +212,17 @@ func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ..
 	} else {
 		replicaErr = s.waitResult(wc)
 	}
-	code, err := rc.Int64()
-	if err != nil {
-		return err, nil
+	if err := rc.Err(); err != nil {
+		return "", err, nil
 	}
-	if err := codeErr(code); err != nil {
-		return err, jobResult(ctx, jc, s.rdb, job)
+	replayed, err := createReply(rc)
+	if err != nil {
+		return replayed, err, jobResult(ctx, jc, s.rdb, job)
 	}
 	if replicaErr != nil {
-		return replicaErr, jobResult(ctx, jc, s.rdb, job)
+		return "", replicaErr, jobResult(ctx, jc, s.rdb, job)
 	}
-	return nil, jobResult(ctx, jc, s.rdb, job)
+	return "", nil, jobResult(ctx, jc, s.rdb, job)
 }
 
 // jobResult reads the answer of asynq's enqueue script (1 enqueued, 0 the id

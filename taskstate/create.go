@@ -2,6 +2,8 @@ package taskstate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +43,16 @@ type CreateParams struct {
 	// ErrArgsLimit past it. The count is in Keys.ArgBytes, kept by
 	// create.lua and the scripts' shared ended() helper.
 	MaxArgBytes int64
+	// Reserve, when not nil, is the ceiling to reserve from the owner's
+	// account with the record (billing.go). Create answers a *FundsError
+	// (ErrFunds) when the balance does not cover it; nothing is written then.
+	Reserve *int64
+	// IdempotencyKey, when not empty, names the call for IdempotencyTTL
+	// (capped at TTLMs): a Create with the same key and owner within it
+	// writes nothing and returns the record of the task the first one made
+	// (its Ref.ID is not ID then).
+	IdempotencyKey string
+	IdempotencyTTL time.Duration
 	// Job, when an enqueue was captured into it (CaptureJob), is sent in
 	// the same round trip, after the record. When the record is written but
 	// the job is not, Create returns the record and a *JobError. When the
@@ -87,17 +99,46 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	}
 	keys := []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.Tasks(ref.Owner),
 		s.keys.ArgBytes(ref.Owner)}
+	reserve, idemTTL := "", ""
+	if p.Reserve != nil {
+		if *p.Reserve < 0 || *p.Reserve > MaxAmount {
+			return nil, fmt.Errorf("taskstate: a reservation must be 0 to %d, got %d", int64(MaxAmount), *p.Reserve)
+		}
+		reserve = strconv.FormatInt(*p.Reserve, 10)
+	}
+	if p.Reserve != nil || p.IdempotencyKey != "" {
+		keys = append(keys, s.billingKeys(ref.Owner)...)
+	}
+	if p.IdempotencyKey != "" {
+		d := p.IdempotencyTTL
+		if p.TTLMs != nil {
+			d = min(d, time.Duration(*p.TTLMs)*time.Millisecond)
+		}
+		if d < time.Millisecond {
+			return nil, fmt.Errorf("taskstate: idempotency TTL must be at least 1ms, got %s", d)
+		}
+		sum := sha256.Sum256([]byte(p.IdempotencyKey))
+		keys = append(keys, s.keys.Idempotency(ref.Owner, hex.EncodeToString(sum[:])))
+		idemTTL = strconv.FormatInt(d.Milliseconds(), 10)
+	}
 	argv := []any{ms, p.Principal, p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt,
-		string(caps), ref.ID, deadline, p.MaxLive, p.MaxArgBytes}
-	if p.ArgumentsRef != "" { // the key in their place, their size to count
+		string(caps), ref.ID, deadline, p.MaxLive, p.MaxArgBytes, reserve, idemTTL}
+	if p.ArgumentsRef != "" { // the key in their place, their size to count (ARGV[16])
 		argv[3] = p.ArgumentsRef
 		argv = append(argv, len(args))
 	}
 	var err, jobErr error
+	var replayed string
 	if p.Job.Captured() {
-		err, jobErr = s.runWithJob(ctx, p.Job, keys, argv...)
+		replayed, err, jobErr = s.runWithJob(ctx, p.Job, keys, argv...)
 	} else {
-		err = s.runKeysWaited(ctx, createScript, keys, argv...)
+		reply, replicaErr := s.runWaited(ctx, createScript, keys, argv...)
+		if replayed, err = createReply(reply); err == nil {
+			err = replicaErr
+		}
+	}
+	if errors.Is(err, errReplayed) {
+		return s.Get(ctx, Ref{Owner: ref.Owner, ID: replayed})
 	}
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return nil, err

@@ -31,6 +31,12 @@ var (
 	// ErrArgsLimit: the owner's live tasks already hold the allowed
 	// argument bytes (CreateParams.MaxArgBytes).
 	ErrArgsLimit = errors.New("taskstate: live tasks hold too many argument bytes")
+	// ErrFunds: the owner's balance does not cover the tool's ceiling
+	// (a *FundsError says by how much).
+	ErrFunds = errors.New("taskstate: insufficient funds")
+	// errReplayed: the idempotency key already made a task (create.lua;
+	// Create answers that task instead).
+	errReplayed = errors.New("taskstate: idempotency key replayed")
 	// ErrBusy: the owner already runs its share of the queue; the task was
 	// not claimed (Claim returns a *BusyError that names the job to run later).
 	ErrBusy = errors.New("taskstate: the principal runs its share of the queue")
@@ -58,6 +64,8 @@ const (
 	codeKeyReused
 	codeLimit
 	codeArgsLimit
+	codeFunds
+	codeReplayed
 	codeBusy
 )
 
@@ -78,6 +86,8 @@ var scriptCodes = [...]struct {
 	codeKeyReused: {"KEY_REUSED", ErrKeyReused},
 	codeLimit:     {"LIMIT", ErrLimit},
 	codeArgsLimit: {"ARGS_LIMIT", ErrArgsLimit},
+	codeFunds:     {"FUNDS", ErrFunds},
+	codeReplayed:  {"REPLAYED", errReplayed},
 	codeBusy:      {"BUSY", ErrBusy},
 }
 

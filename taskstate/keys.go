@@ -118,3 +118,31 @@ func (k Keys) Rate(owner string) string { return k.Prefix + "{" + owner + "}:rat
 // (payload: the task id), so a worker follows all its running jobs with one
 // subscription instead of one per job. Type: pub/sub channel.
 func (k Keys) Stops() string { return k.Prefix + "stops" }
+
+// Account is one owner's billing account (billing.go), in integer units:
+// fields balance (neither reserved nor charged), reserved, charged and
+// credited; credited = balance + reserved + charged always. Type: hash.
+func (k Keys) Account(owner string) string { return k.Prefix + "{" + owner + "}:account" }
+
+// Holds are one owner's open reservations: field "r:<task id>" →
+// "<reserved> <reserve ledger entry id> <tool>", and "u:<task id>" → the
+// metered usage reported so far. A task's fields go when it settles. Kept
+// apart from the record so a record Redis expired before the reaper saw it
+// still settles. Type: hash.
+func (k Keys) Holds(owner string) string { return k.Prefix + "{" + owner + "}:holds" }
+
+// Ledger is one owner's append-only billing ledger: credit, reserve,
+// settle and release entries (billing.go, LedgerEntry). Type: stream.
+func (k Keys) Ledger(owner string) string { return k.Prefix + "{" + owner + "}:ledger" }
+
+// Idempotency maps one owner's idempotency key (its SHA-256, hex) to the
+// task id it created, for the key's TTL. Type: string.
+func (k Keys) Idempotency(owner, keyHash string) string {
+	return k.Prefix + "{" + owner + "}:idem:" + keyHash
+}
+
+// LedgerForwarded is the id of the last entry of one owner's ledger a
+// LedgerHook acknowledged (settlements.go): the outbox cursor. Type: string.
+func (k Keys) LedgerForwarded(owner string) string {
+	return k.Prefix + "{" + owner + "}:ledger:forwarded"
+}

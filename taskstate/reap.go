@@ -36,7 +36,8 @@ func (s *Store) ReapEach(ctx context.Context, ended func(Ref)) (int, error) {
 			}
 			for _, id := range ids {
 				ref := Ref{Owner: owner, ID: id}
-				err := s.runKeys(ctx, reapScript, []string{s.keys.Task(ref), s.keys.Live(owner), s.keys.Held(owner), idx, s.keys.Tasks(owner)},
+				err := s.runKeys(ctx, reapScript, append([]string{s.keys.Task(ref), s.keys.Live(owner), s.keys.Held(owner), idx, s.keys.Tasks(owner)},
+					s.billingKeys(owner)...),
 					now, id, s.keys.Events(ref), s.keys.Stops())
 				switch {
 				case err == nil:

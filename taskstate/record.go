@@ -66,6 +66,10 @@ type Record struct {
 	Resumes int64
 	// Lost counts the deliveries taken back from lost workers.
 	Lost int64
+	// Receipt is the task's billing receipt (JSON Receipt), written when a
+	// reservation settled; the result of a completed task carries it in
+	// its _meta under proto.MetaReceipt too.
+	Receipt json.RawMessage
 	// Version counts the state changes published on the task's events
 	// channel (field 'version'; Event.Version), so a listener can tell an
 	// event it already showed from a newer one.
@@ -137,6 +141,12 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	r.ArgumentsRef = f["argsRef"]
 	if v := f["result"]; v != "" {
 		r.Result = json.RawMessage(v)
+	}
+	if v := f["receipt"]; v != "" {
+		r.Receipt = json.RawMessage(v)
+		if r.Result != nil {
+			r.Result = withReceipt(r.Result, r.Receipt)
+		}
 	}
 	r.Capabilities = json.RawMessage("{}") // not written when empty
 	if v := f["caps"]; v != "" {

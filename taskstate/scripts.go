@@ -38,4 +38,7 @@ var (
 	rateScript       = loadScript("ratelimit")
 	takeoverScript   = loadScript("takeover")
 	servingScript    = loadScript("serving")
+	meterScript      = loadScript("meter")
+	creditScript     = loadScript("credit")
+	forwardedScript  = loadScript("forwarded")
 )

@@ -98,6 +98,28 @@ func BenchmarkCreate(b *testing.B) {
 	})
 }
 
+// BenchmarkCreatePriced is BenchmarkCreate of a priced call with billing
+// on: the reservation (balance check, counters, ledger entry, hold) in
+// the same script.
+func BenchmarkCreatePriced(b *testing.B) {
+	benchEach(b, func(b *testing.B, s *taskstate.Store) {
+		ctx := context.Background()
+		p := benchParams()
+		if _, err := s.Credit(ctx, p.Principal, taskstate.MaxAmount); err != nil {
+			b.Fatal(err)
+		}
+		ceiling := int64(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			p := benchParams()
+			p.Reserve = &ceiling
+			if _, err := s.Create(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func BenchmarkGet(b *testing.B) {
 	benchEach(b, func(b *testing.B, s *taskstate.Store) {
 		ctx := context.Background()

@@ -104,9 +104,10 @@ func (s *Store) runCode(ctx context.Context, sc *redis.Script, ref Ref, args ...
 }
 
 // liveKeys are the keys of a script that may end the task: the record, the
-// owner's live set and held index.
+// owner's live set and held index, and the owner's account, holds and
+// ledger (the prelude's settle_task).
 func (s *Store) liveKeys(ref Ref) []string {
-	return []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Held(ref.Owner)}
+	return append([]string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Held(ref.Owner)}, s.billingKeys(ref.Owner)...)
 }
 
 // LostAfter is how long a held task may go without a heartbeat before its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -91,6 +92,26 @@ func (c *Call) Step(ctx context.Context, fn func(ctx context.Context) error) err
 // Progress sets the task's statusMessage.
 func (c *Call) Progress(ctx context.Context, message string) error {
 	return c.stateErr(c.store.Progress(ctx, c.ref, c.Attempt, message))
+}
+
+// Meter reports units of metered usage of the call so far (added to what
+// it reported before; docs/billing.md). Where billing is on and the tool
+// has a Price, the task is charged its usage when it completes, is
+// cancelled or expires, never more than it reserved: usage past the
+// reservation is logged and not charged. Elsewhere Meter writes nothing.
+func (c *Call) Meter(ctx context.Context, units int64) error {
+	if units <= 0 || units > taskstate.MaxAmount {
+		return fmt.Errorf("worker: usage must be 1 to %d units, got %d", int64(taskstate.MaxAmount), units)
+	}
+	usage, reserved, err := c.store.Meter(ctx, c.ref, c.Attempt, units)
+	if err != nil {
+		return c.stateErr(err)
+	}
+	if reserved >= 0 && usage > reserved && usage-units <= reserved && c.worker != nil {
+		c.worker.log.Warn("metered usage is past the reservation: only the reservation is charged",
+			"task", c.TaskID, "tool", c.tool, "usage", usage, "reserved", reserved)
+	}
+	return nil
 }
 
 // check is the between-steps check: signal first (no I/O), then the record.

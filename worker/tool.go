@@ -39,12 +39,29 @@ type Tool struct {
 	PollInterval time.Duration
 	// Queue is the asynq queue the job goes to (default DefaultQueue).
 	Queue string
+	// Price, when not nil, is what a call reserves where billing is on
+	// (docs/billing.md): a fixed base plus amounts per argument, computed
+	// by the front end from the arguments. The handler reports metered
+	// usage with Call.Meter; the task is charged that, up to the
+	// reservation. Nil: the tool is free.
+	Price *Price
 	// Handler runs the call.
 	Handler Handler
 
 	// err is why NewTool could not build the tool; New and AddTool report it.
 	err error
 }
+
+// Price is a tool's declared price: Base + Σ PerArgument[name] × the
+// argument's size, capped at Max (taskstate.Price has the details).
+type Price = taskstate.Price
+
+// LedgerHook forwards billing ledger entries to an external payment
+// system (Config.LedgerHook; taskstate.LedgerHook has the contract).
+type LedgerHook = taskstate.LedgerHook
+
+// LedgerEntry is one billing ledger entry a LedgerHook receives.
+type LedgerEntry = taskstate.LedgerEntry
 
 // Policy is a tool's execution policy: who decides whether a call becomes
 // a task.
@@ -83,6 +100,7 @@ func (t Tool) def() taskstate.ToolDef {
 		TTLMs:          ttl,
 		PollIntervalMs: t.PollInterval.Milliseconds(),
 		Queue:          t.queue(),
+		Price:          t.Price,
 	}
 }
 
@@ -106,6 +124,11 @@ func (t Tool) validate() error {
 	case "", PolicyAuto, PolicySync, PolicyTask:
 	default:
 		return fmt.Errorf("worker: tool %q: unknown policy %q", t.Name, t.Policy)
+	}
+	if t.Price != nil {
+		if err := t.Price.Validate(); err != nil {
+			return fmt.Errorf("worker: tool %q: %w", t.Name, err)
+		}
 	}
 	if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
 		return fmt.Errorf("worker: tool %q: input schema is not JSON", t.Name)

@@ -58,11 +58,20 @@ type Config struct {
 	// before asynq puts them back in the queue (default 10s).
 	ShutdownTimeout time.Duration
 	// HeartbeatInterval is how often a running job proves it is alive and
-	// learns of cancellation or expiry between steps (default 3s).
+	// learns of cancellation or expiry between steps (default 3s, or a
+	// third of LostAfter when that is shorter, so a job that runs without
+	// steps, such as a command tool, is not taken for lost).
 	HeartbeatInterval time.Duration
 	// ReapInterval is how often the worker finalizes expired tasks (default
 	// 5s; any number of workers may reap at once).
 	ReapInterval time.Duration
+	// LedgerHook, when not nil, receives every principal's billing ledger
+	// entries after they are written (docs/billing.md, "Settlement hook"):
+	// the worker offers them every LedgerInterval (default 1s). It never
+	// runs inside a task's transition, and a failing hook loses nothing:
+	// the entries are offered again. Any number of workers may forward.
+	LedgerHook     LedgerHook
+	LedgerInterval time.Duration
 	// MaxTTL caps Call.ExtendTTL (default taskstate.DefaultMaxTTL, 24h;
 	// front ends must have the same frontend.Config.MaxTTL).
 	MaxTTL time.Duration
@@ -165,7 +174,14 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
 	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 3 * time.Second
+		lost := cfg.LostAfter
+		if lost <= 0 {
+			lost = taskstate.DefaultLostAfter
+		}
+		cfg.HeartbeatInterval = min(3*time.Second, lost/3)
+	}
+	if cfg.LedgerInterval <= 0 {
+		cfg.LedgerInterval = time.Second
 	}
 	if cfg.ReapInterval <= 0 {
 		cfg.ReapInterval = 5 * time.Second
@@ -282,6 +298,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer rescue.Stop()
 	blobSweep := time.NewTicker(w.cfg.Blobs.SweepInterval)
 	defer blobSweep.Stop()
+	var ledger <-chan time.Time // nil: no hook, never ready
+	if w.cfg.LedgerHook != nil {
+		t := time.NewTicker(w.cfg.LedgerInterval)
+		defer t.Stop()
+		ledger = t.C
+	}
 	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
 	tctx, stopTakeover := context.WithCancel(ctx)
 	defer stopTakeover()
@@ -318,6 +340,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-blobSweep.C:
 			if w.cfg.Blobs.Store != nil {
 				w.sweepBlobs(ctx)
+			}
+		case <-ledger:
+			if _, err := w.store.ForwardLedgers(ctx, w.cfg.LedgerHook, taskstate.MaxLedgerPage); err != nil && ctx.Err() == nil {
+				w.log.Warn("ledger hook: entries kept to offer again", "err", err)
 			}
 		}
 	}

@@ -23,6 +23,8 @@ Usage:
                  [--queues gpu=2,cpu=8] [--tool-queues render_gif=gpu,*=cpu]
   mcpq keys      create PRINCIPAL | list | revoke ID                  managed API keys (REDIS_URL)
   mcpq tasks     ls [--status S] [--limit N] | get ID                 your tasks (MCPQ_URL, MCPQ_API_KEY)
+  mcpq accounts  credit PRINCIPAL AMOUNT | show PRINCIPAL | ledger PRINCIPAL [--limit N] [--cursor C]
+                                                                     billing accounts (REDIS_URL; docs/billing.md)
   mcpq call      TOOL [key=value ...] [--json ARGS] [--detach]        call a tool, follow its task, print the result
   mcpq task      get|watch|cancel ID | answer ID [key=JSON ...]       one task (MCPQ_URL, MCPQ_API_KEY)
   mcpq resume                                                         re-attach to every journaled task
@@ -74,6 +76,8 @@ func main() {
 		err = runKeys(ctx, args)
 	case "tasks":
 		err = runTasks(ctx, args)
+	case "accounts":
+		err = runAccounts(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:

@@ -1,5 +1,6 @@
 -- cancel.lua: a client asks to cancel the task (tasks/cancel).
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id   ARGV[4] stops channel
 -- ARGV[5] cancel grace (ms)
 -- A task is held while a delivery runs it ('running' is its attempt; claim
@@ -8,7 +9,8 @@
 -- the stops channel, again on a repeated cancel: the worker ends the task
 -- "cancelled" at once; if it has not within the grace, because its worker
 -- is gone, takeover.lua does: the held index is due then), CANCELLED (no
--- worker held the task, so it is "cancelled" now), TERMINAL (already ended:
+-- worker held the task, so it is "cancelled" now and its reservation
+-- settled), TERMINAL (already ended:
 -- nothing written), NOT_FOUND or EXPIRED.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'cancel')
 local status = f[1]
@@ -19,6 +21,7 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   if not allowed(status, 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])
+  settle_task(ARGV[3], 'cancelled', ARGV[1])
   ended(ARGV[3])
   state_changed(ARGV[2])
   return CANCELLED

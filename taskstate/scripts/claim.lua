@@ -1,20 +1,22 @@
 -- claim.lua: a worker starts (or restarts) the task's job.
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
--- KEYS[4] the owner's running set on the job's queue (Keys.Running)
+-- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
+-- KEYS[7] the owner's running set on the job's queue (Keys.Running)
 -- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id
 -- ARGV[4] the job's sequence number (JobID)   ARGV[5] lost-after (ms)
 -- ARGV[6] the owner's share of the queue: most of its tasks that may run
--- on it at once (0: no share; KEYS[4] is then left alone)   ARGV[7] the queue's name
+-- on it at once (0: no share; KEYS[7] is then left alone)   ARGV[7] the queue's name
 -- Returns {OK, attempt, field1, value1, ...}: a new attempt number (older
 -- attempts are fenced off; statusMessage becomes "Running") and the whole
 -- record, or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job is a no-op),
 -- STALE (the job is not the task's current one: a late delivery of a job
 -- the task was taken back from, or a resumed task's earlier job),
 -- ILLEGAL (not "working", e.g. parked for input), CANCELLED (a cancel was
--- requested before this delivery started: the task is now "cancelled"),
--- or {BUSY, seq, running}: the owner already runs its share of the queue;
--- the task is not claimed, this job is done with and job seq (a new
--- sequence number, as a takeover issues) is the one to enqueue, later.
+-- requested before this delivery started: the task is now "cancelled" and
+-- its reservation settled), or {BUSY, seq, running}: the owner already
+-- runs its share of the queue; the task is not claimed, this job is done
+-- with and job seq (a new sequence number, as a takeover issues) is the
+-- one to enqueue, later.
 -- A claimed task enters the held index, due to be looked at when its
 -- heartbeat would be lost-after old (takeover.lua), and under a share the
 -- running set, scored the same (heartbeat.lua moves it on), so a killed
@@ -29,6 +31,7 @@ if f[2] == '1' then
   if not allowed(status, 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
+  settle_task(ARGV[3], 'cancelled', ARGV[1])
   ended(ARGV[3])
   state_changed(ARGV[2])
   return {CANCELLED}
@@ -37,9 +40,9 @@ if status ~= 'working' then return {ILLEGAL} end
 local share = tonumber(ARGV[6])
 if share > 0 then
   -- Entries whose heartbeat is lost-after old belong to killed workers.
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[1])
-  local running = redis.call('ZCARD', KEYS[4])
-  if running >= share and not redis.call('ZSCORE', KEYS[4], ARGV[3]) then
+  redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', '(' .. ARGV[1])
+  local running = redis.call('ZCARD', KEYS[7])
+  if running >= share and not redis.call('ZSCORE', KEYS[7], ARGV[3]) then
     local seq = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
     local msg = 'Queued: this principal already runs ' .. running .. ' tasks on queue ' .. ARGV[7]
     if f[7] ~= msg then
@@ -49,13 +52,13 @@ if share > 0 then
     return {BUSY, seq, running}
   end
 end
-if f[6] and (share == 0 or f[6] ~= KEYS[4]) then
+if f[6] and (share == 0 or f[6] ~= KEYS[7]) then
   redis.call('ZREM', f[6], ARGV[3])
   redis.call('HDEL', KEYS[1], 'slot')
 end
 if share > 0 then
-  redis.call('ZADD', KEYS[4], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
-  redis.call('HSET', KEYS[1], 'slot', KEYS[4])
+  redis.call('ZADD', KEYS[7], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
+  redis.call('HSET', KEYS[1], 'slot', KEYS[7])
 end
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 local message = 'Running'

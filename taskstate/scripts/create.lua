@@ -6,19 +6,39 @@
 -- ARGV[8] expire-at (unix ms, '' = no Redis expiry)   ARGV[9] client capabilities (JSON)
 -- ARGV[10] task id   ARGV[11] deadline (unix ms, '' = none)   ARGV[12] cap on live tasks (0 = none)
 -- ARGV[13] cap on the argument bytes of the owner's live tasks (0 = none)
--- ARGV[14] absent, or the arguments' size in bytes when they are kept in the
+-- ARGV[14] the ceiling to reserve ('' = none: a free tool, or billing off)
+-- ARGV[15] how long the idempotency key holds (ms; '' = no key)
+-- With a ceiling or an idempotency key: KEYS[6] the owner's account
+-- KEYS[7] the owner's holds   KEYS[8] the owner's ledger; with a key also
+-- KEYS[9] the idempotency key's string.
+-- ARGV[16] absent, or the arguments' size in bytes when they are kept in the
 --   object store: ARGV[4] is then their object key, written as 'argsRef', and
 --   the cap counts this size, not the key's
 -- Returns OK, EXISTS when the id is taken, LIMIT when the owner has the
--- cap of live tasks already, or ARGS_LIMIT when these arguments would take
--- its live tasks' argument bytes past their cap; nothing is written then.
+-- cap of live tasks already, ARGS_LIMIT when these arguments would take
+-- its live tasks' argument bytes past their cap, {FUNDS, needed,
+-- available} when the account's balance does not cover the ceiling, or
+-- {REPLAYED, task id} when the idempotency key already made a task within
+-- its TTL; nothing is written then. On OK the ceiling is moved from the
+-- balance to reserved, a reserve entry is added to the ledger and the
+-- hold recorded, all with the record (billing.go).
+if ARGV[15] ~= '' then
+  local prior = redis.call('GET', KEYS[9])
+  if prior then return {REPLAYED, prior} end
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then return EXISTS end
 if not allowed('', 'working') then return ILLEGAL end
 if tonumber(ARGV[12]) > 0 and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[12]) then return LIMIT end
 local argBytes, argField = #ARGV[4], 'arguments'
-if ARGV[14] then argBytes, argField = tonumber(ARGV[14]), 'argsRef' end
+if ARGV[16] then argBytes, argField = tonumber(ARGV[16]), 'argsRef' end
 if tonumber(ARGV[13]) > 0 and tonumber(redis.call('HGET', KEYS[5], 'total') or '0') + argBytes > tonumber(ARGV[13]) then
   return ARGS_LIMIT
+end
+local ceiling = nil
+if ARGV[14] ~= '' then
+  ceiling = tonumber(ARGV[14])
+  local available = tonumber(redis.call('HGET', KEYS[6], 'balance') or '0')
+  if available < ceiling then return {FUNDS, ARGV[14], int(available)} end
 end
 -- Only what differs from a default is written: attempt, running and cancel
 -- read as 0, lastUpdatedAt as createdAt, ttlMs and caps as absent.
@@ -33,4 +53,13 @@ redis.call('ZADD', KEYS[2], ARGV[1], ARGV[10])
 redis.call('HSET', KEYS[5], ARGV[10], argBytes)
 redis.call('HINCRBY', KEYS[5], 'total', argBytes)
 redis.call('ZADD', KEYS[4], ARGV[1], ARGV[10])
+if ceiling then
+  redis.call('HINCRBY', KEYS[6], 'balance', int(-ceiling))
+  redis.call('HINCRBY', KEYS[6], 'reserved', int(ceiling))
+  redis.call('HSETNX', KEYS[6], 'principal', ARGV[2])
+  local eid = redis.call('XADD', KEYS[8], '*', 'kind', 'reserve', 'task', ARGV[10], 'tool', ARGV[3],
+    'reserved', int(ceiling), 'at', ARGV[1])
+  redis.call('HSET', KEYS[7], 'r:' .. ARGV[10], int(ceiling) .. ' ' .. eid .. ' ' .. ARGV[3])
+end
+if ARGV[15] ~= '' then redis.call('SET', KEYS[9], ARGV[10], 'PX', ARGV[15]) end
 return OK

@@ -1,11 +1,14 @@
 -- finish.lua: a worker ends the task: completed (with result), failed (with
 -- a JSON-RPC error) or cancelled.
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] attempt   ARGV[3] target status
 -- ARGV[4] payload field ('result', 'error' or '')   ARGV[5] payload (JSON)
 -- ARGV[6] statusMessage   ARGV[7] events channel   ARGV[8] task id
 -- An acknowledged cancel is kept: once the cancel flag is set, any outcome
 -- is written as "cancelled" (without result or error) and CANCELLED returned.
+-- The task's reservation, if any, settles here (prelude settle(): failed
+-- releases it, the others charge the metered usage).
 -- Returns OK, CANCELLED, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
 -- target is not a terminal status, or the table refuses): nothing is written then.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel')
@@ -17,6 +20,7 @@ if not terminal(ARGV[3]) or not allowed(f[1], ARGV[3]) then return ILLEGAL end
 if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   if not allowed(f[1], 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
+  settle_task(ARGV[8], 'cancelled', ARGV[1])
   ended(ARGV[8])
   state_changed(ARGV[7])
   return CANCELLED
@@ -26,6 +30,7 @@ if ARGV[4] ~= '' then
 else
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 end
+settle_task(ARGV[8], ARGV[3], ARGV[1])
 ended(ARGV[8])
 state_changed(ARGV[7])
 return OK

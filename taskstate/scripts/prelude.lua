@@ -75,3 +75,46 @@ local function state_changed(channel)
   redis.call('PUBLISH', channel, cjson.encode({version = v, status = f[1], statusMessage = f[2] or nil,
     lastUpdatedAt = f[3] or nil, cancel = f[4] or nil}))
 end
+
+-- int: an integer amount as Redis argument text ('%d': tostring would
+-- write 1e+15 for large ones).
+local function int(n) return string.format('%d', n) end
+
+-- settle: the one settlement of task id's reservation, at its terminal
+-- transition (billing.go). acct, holds and ledger are the owner's
+-- Keys.Account, Keys.Holds and Keys.Ledger; outcome is the task's end:
+-- 'completed', 'cancelled' or 'expired' charge the metered usage, capped
+-- at the reservation, and release the rest; 'failed' releases it all.
+-- The hold's fields go with it, so a second call for the same task finds
+-- none and does nothing: a task settles once. Returns the receipt (JSON)
+-- to keep in the record, or nil when the task had no reservation.
+local function settle(acct, holds, ledger, id, outcome, now)
+  local h = redis.call('HMGET', holds, 'r:' .. id, 'u:' .. id)
+  if not h[1] then return nil end
+  local reserved, rsv, tool = string.match(h[1], '^(%d+) (%S+) (.*)$')
+  reserved = tonumber(reserved)
+  local usage = tonumber(h[2] or '0')
+  local charged = 0
+  if outcome ~= 'failed' then charged = math.min(usage, reserved) end
+  local released = reserved - charged
+  redis.call('HDEL', holds, 'r:' .. id, 'u:' .. id)
+  redis.call('HINCRBY', acct, 'reserved', int(-reserved))
+  if released > 0 then redis.call('HINCRBY', acct, 'balance', int(released)) end
+  if charged > 0 then redis.call('HINCRBY', acct, 'charged', int(charged)) end
+  local kind = 'settle'
+  if outcome == 'failed' then kind = 'release' end
+  local eid = redis.call('XADD', ledger, '*', 'kind', kind, 'task', id, 'tool', tool, 'outcome', outcome,
+    'reserved', int(reserved), 'charged', int(charged), 'released', int(released), 'usage', int(usage), 'at', now)
+  local capped = ''
+  if usage > reserved then capped = ',"capped":true' end
+  return '{"reserved":' .. int(reserved) .. ',"charged":' .. int(charged) .. ',"released":' .. int(released) ..
+    ',"usage":' .. int(usage) .. capped .. ',"entries":["' .. rsv .. '","' .. eid .. '"]}'
+end
+
+-- settle_task: settle for a task whose record KEYS[1] stays (finish,
+-- cancel, claim, takeover: KEYS[4..6] are the owner's account, holds and
+-- ledger) and keep the receipt in the record.
+local function settle_task(id, outcome, now)
+  local receipt = settle(KEYS[4], KEYS[5], KEYS[6], id, outcome, now)
+  if receipt then redis.call('HSET', KEYS[1], 'receipt', receipt) end
+end

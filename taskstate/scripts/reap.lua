@@ -4,11 +4,15 @@
 -- at its new deadline instead.
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
 -- KEYS[4] the owner's deadline index   KEYS[5] the owner's task index
+-- KEYS[6] the owner's account   KEYS[7] the owner's holds   KEYS[8] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] task id   ARGV[3] events channel   ARGV[4] stops channel
 -- Returns OK (reaped), NOT_FOUND (already gone; index cleaned), or ILLEGAL
--- (not expired yet; re-indexed).
+-- (not expired yet; re-indexed). Either of the first two settles the
+-- task's reservation as 'expired' (charging the usage metered so far):
+-- a record Redis expired before the reaper came still settles from its hold.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs')
 if not f[1] then
+  settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
   ended(ARGV[2])
   redis.call('ZREM', KEYS[4], ARGV[2])
   redis.call('ZREM', KEYS[5], ARGV[2])
@@ -22,6 +26,7 @@ if not expired(f[2], f[3], ARGV[1]) then
   end
   return ILLEGAL
 end
+settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
 ended(ARGV[2]) -- before the DEL: it reads the record's running slot
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[4], ARGV[2])

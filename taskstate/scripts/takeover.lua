@@ -9,6 +9,7 @@
 -- A task taken back also leaves the running set of its queue (free_slot), so
 -- its principal's share counts only live deliveries.
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] lost-after (ms)   ARGV[3] cancel grace (ms)
 -- ARGV[4] max lost deliveries   ARGV[5] events channel   ARGV[6] task id
 -- ARGV[7] stops channel   ARGV[8] '1' to take back lost deliveries ('0': only
@@ -16,7 +17,7 @@
 -- lost view of Redis)
 -- Returns {OK, seq, lost, heartbeat, tool}: taken back; enqueue job seq. {CANCELLED}
 -- or {LIMIT, lost, heartbeat} (ended "failed": the caller writes nothing
--- more). {ILLEGAL}: nothing to do (not held any more: dropped from the index;
+-- more); either way the reservation settled (failed releases it). {ILLEGAL}: nothing to do (not held any more: dropped from the index;
 -- or not due yet: re-indexed at its due time). {NOT_FOUND}, {EXPIRED}
 -- (dropped from the index; the reaper ends an expired task).
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'heartbeat', 'cancel',
@@ -32,6 +33,7 @@ if now < due then redis.call('ZADD', KEYS[3], due, id); return {ILLEGAL} end
 if f[6] == '1' then
   if not allowed('working', 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
+  settle_task(id, 'cancelled', ARGV[1])
   ended(id)
   state_changed(ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
@@ -47,6 +49,7 @@ if lost > tonumber(ARGV[4]) then
   local msg = 'Its worker was lost ' .. lost .. ' times (no heartbeat for ' .. ARGV[2] .. ' ms); not run again'
   redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', msg, 'lastUpdatedAt', ARGV[1],
     'error', cjson.encode({code = -32603, message = 'Internal error: ' .. msg}))
+  settle_task(id, 'failed', ARGV[1])
   ended(id)
   state_changed(ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)

@@ -64,6 +64,9 @@ type Spec struct {
 	TTL          time.Duration
 	PollInterval time.Duration
 	Queue        string
+	// Price is as on worker.Tool; the program reports metered usage with
+	// {"usage": n} protocol lines.
+	Price *worker.Price
 	// Logger receives what the handler logs, such as a malformed protocol
 	// line (default slog.Default()).
 	Logger *slog.Logger
@@ -94,7 +97,7 @@ func New(spec Spec) (worker.Tool, error) {
 	r := &runner{spec: spec}
 	return worker.Tool{Name: spec.Name, Title: spec.Title, Description: spec.Description,
 		InputSchema: spec.InputSchema, Policy: spec.Policy, TTL: spec.TTL, PollInterval: spec.PollInterval,
-		Queue: spec.Queue, Handler: r.handle}, nil
+		Queue: spec.Queue, Price: spec.Price, Handler: r.handle}, nil
 }
 
 // check validates spec; errors name the field, not the tool (New adds it).

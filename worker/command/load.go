@@ -1,6 +1,7 @@
 package command
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 
 // fileKeys are the keys of one tool in a tools file.
 var fileKeys = []string{"name", "title", "description", "inputSchema", "command", "dir", "env",
-	"timeout", "grace", "policy", "ttl", "pollInterval", "queue"}
+	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price"}
 
 // Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
 // its tools, ready for worker.New or Worker.AddTool. The file is an object
@@ -181,6 +182,25 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 			return s, fmt.Errorf("field inputSchema: line %d: not JSON-compatible: %v", v.Line, err)
 		}
 		s.InputSchema = b
+	}
+	if v := fields["price"]; v != nil {
+		var raw any
+		if err := v.Decode(&raw); err != nil {
+			return s, fmt.Errorf("field price: %w", err)
+		}
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return s, fmt.Errorf("field price: line %d: %v", v.Line, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		s.Price = &worker.Price{}
+		if err := dec.Decode(s.Price); err != nil {
+			return s, fmt.Errorf("field price: line %d: an object of base, perArgument and max (integers): %v", v.Line, err)
+		}
+		if err := s.Price.Validate(); err != nil {
+			return s, fmt.Errorf("field price: line %d: %v", v.Line, err)
+		}
 	}
 	for _, f := range []struct {
 		key string

@@ -33,6 +33,7 @@ func TestLoadYAMLAndJSON(t *testing.T) {
     ttl: unlimited
     pollInterval: 500ms
     queue: gpu
+    price: {base: 5, perArgument: {frames: 2}, max: 100}
   - name: echo
     command: [cat]
 `
@@ -59,7 +60,10 @@ func TestLoadYAMLAndJSON(t *testing.T) {
 		r.Queue != "gpu" || !strings.Contains(string(r.InputSchema), `"minimum":1`) {
 		t.Fatalf("render: %+v", r)
 	}
-	if tools[1].Queue != "" || tools[1].Policy != "" {
+	if r.Price == nil || r.Price.Base != 5 || r.Price.PerArgument["frames"] != 2 || r.Price.Max != 100 {
+		t.Fatalf("render price: %+v", r.Price)
+	}
+	if tools[1].Queue != "" || tools[1].Policy != "" || tools[1].Price != nil {
 		t.Fatalf("echo: %+v", tools[1])
 	}
 }
@@ -90,6 +94,9 @@ func TestLoadErrors(t *testing.T) {
 		{"duplicate", "tools:\n  - name: a\n    command: [a]\n  - name: a\n    command: [b]", `tools.yaml:4: tool "a": declared twice`},
 		{"twice field", "tools:\n  - name: a\n    command: [a]\n    command: [b]", `tools.yaml:2: tool "a": line 4: field command given twice`},
 		{"null field", "tools:\n  - name: a\n    command: [a]\n    queue:", `tool "a": field queue: line 4: a string, not a null`},
+		{"price unknown field", "tools:\n  - name: a\n    command: [a]\n    price: {bas: 5}", `tool "a": field price: line 4: an object of base, perArgument and max`},
+		{"price not integer", "tools:\n  - name: a\n    command: [a]\n    price: {base: 1.5}", `tool "a": field price: line 4: an object of base`},
+		{"price negative", "tools:\n  - name: a\n    command: [a]\n    price: {base: -1}", `tool "a": field price: line 4: price: base and max must be 0 to`},
 		{"yaml syntax", "tools:\n  - name: [", `tools.yaml: yaml: line`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

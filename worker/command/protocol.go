@@ -20,8 +20,8 @@ const statusFD = 3
 // maxLine is the longest protocol line (a checkpoint is one line).
 const maxLine = 4 << 20
 
-// message is one protocol line: exactly one of a status, a progress report
-// or a checkpoint.
+// message is one protocol line: exactly one of a status, a progress report,
+// a checkpoint, an input request or a usage report.
 type message struct {
 	// Status is the new statusMessage ({"status": "..."}).
 	Status *string
@@ -32,6 +32,8 @@ type message struct {
 	Text     string
 	// Checkpoint is the program's checkpoint ({"checkpoint": <JSON>}).
 	Checkpoint json.RawMessage
+	// Usage is metered usage to add ({"usage": 5}: units, an integer above 0).
+	Usage int64
 	// Input asks the client for input ({"input": {"key": "approve",
 	// "method": "elicitation/create", "params": {...}}}).
 	Input *inputLine
@@ -48,7 +50,7 @@ type inputLine struct {
 // inputKey is what an input key may be: it names the answer's file.
 var inputKey = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$`)
 
-var lineKeys = []string{"status", "progress", "total", "message", "checkpoint", "input"}
+var lineKeys = []string{"status", "progress", "total", "message", "checkpoint", "input", "usage"}
 
 // parseLine decodes one protocol line (without its newline). A blank line
 // is no message (ok false, no error).
@@ -66,12 +68,21 @@ func parseLine(line []byte) (m message, ok bool, err error) {
 		switch {
 		case !slices.Contains(lineKeys, k):
 			return m, false, fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(lineKeys, ", "))
-		case k == "status" || k == "progress" || k == "checkpoint" || k == "input":
+		case k == "status" || k == "progress" || k == "checkpoint" || k == "input" || k == "usage":
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return m, false, errors.New(`a line holds exactly one of "status", "progress", "checkpoint" and "input"`)
+		return m, false, errors.New(`a line holds exactly one of "status", "progress", "checkpoint", "input" and "usage"`)
+	}
+	if raw, ok := fields["usage"]; ok {
+		if len(fields) > 1 {
+			return m, false, errors.New(`a "usage" line holds no other key`)
+		}
+		if err := json.Unmarshal(raw, &m.Usage); err != nil || m.Usage <= 0 {
+			return m, false, errors.New(`"usage" is not an integer above 0`)
+		}
+		return m, true, nil
 	}
 	if raw, ok := fields["input"]; ok {
 		if len(fields) > 1 {

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -23,7 +24,12 @@ func TestParseLine(t *testing.T) {
 		{line: `status: hi`, err: "not a JSON object"},
 		{line: `["status"]`, err: "not a JSON object"},
 		{line: `null`, err: "not a JSON object"},
-		{line: `{}`, err: `exactly one of "status", "progress", "checkpoint" and "input"`},
+		{line: `{}`, err: `exactly one of "status", "progress", "checkpoint", "input" and "usage"`},
+		{line: `{"usage":12}`, want: "usage:12"},
+		{line: `{"usage":0}`, err: `"usage" is not an integer above 0`},
+		{line: `{"usage":1.5}`, err: `"usage" is not an integer above 0`},
+		{line: `{"usage":"3"}`, err: `"usage" is not an integer above 0`},
+		{line: `{"usage":3,"status":"x"}`, err: "exactly one of"},
 		{line: `{"status":"a","checkpoint":1}`, err: "exactly one of"},
 		{line: `{"status":"a","total":1}`, err: `a "status" line holds no other key`},
 		{line: `{"checkpoint":1,"message":"x"}`, err: `a "checkpoint" line holds no other key`},
@@ -62,6 +68,8 @@ func TestParseLine(t *testing.T) {
 				got = "checkpoint:" + string(m.Checkpoint)
 			case m.Input != nil:
 				got = "input:" + m.Input.Key + " " + m.Input.Method + " " + string(m.Input.Params)
+			case m.Usage > 0:
+				got = fmt.Sprint("usage:", m.Usage)
 			default:
 				got = m.statusText()
 			}

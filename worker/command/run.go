@@ -278,6 +278,8 @@ func (r *runner) apply(ctx context.Context, c *worker.Call, line []byte, d runDi
 		}
 	case m.Checkpoint != nil:
 		err = c.SaveCheckpoint(ctx, m.Checkpoint)
+	case m.Usage > 0:
+		err = c.Meter(ctx, m.Usage)
 	case m.Input != nil:
 		err = r.input(ctx, c, m.Input, d)
 		if err != nil {

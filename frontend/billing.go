@@ -1,0 +1,122 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// Billing on the front end (docs/billing.md): with Config.Billing, a call
+// of a priced tool reserves the ceiling its Price computes from the
+// arguments, in the create script; a call the balance does not cover is
+// answered by fundsResult and leaves no record and no job.
+
+// headerIdempotencyKey names a tools/call retry, as proto.MetaIdempotencyKey does.
+const headerIdempotencyKey = "Idempotency-Key"
+
+// maxIdempotencyKey bounds an idempotency key (bytes).
+const maxIdempotencyKey = 256
+
+// bill fills in what billing adds to a new task of inv: its reservation
+// (Config.Billing and a priced tool) and the request's idempotency key.
+// With billing off and no key it reads nothing and allocates nothing.
+func (s *Server) bill(c *call, inv invocation, p *taskstate.CreateParams) error {
+	if s.cfg.Billing && inv.def.Price != nil {
+		ceiling, err := inv.def.Price.Ceiling(inv.args)
+		if err != nil {
+			return proto.NewError(proto.CodeInvalidParams, "Invalid params: the price of this call: %v", err)
+		}
+		p.Reserve = &ceiling
+	}
+	key := c.meta.IdempotencyKey
+	if h := c.httpReq.Header.Get(headerIdempotencyKey); h != "" {
+		if key != "" && key != h {
+			return proto.NewError(proto.CodeInvalidParams, "Invalid params: the %s header and _meta[%q] differ",
+				headerIdempotencyKey, proto.MetaIdempotencyKey)
+		}
+		key = h
+	}
+	if len(key) > maxIdempotencyKey {
+		return proto.NewError(proto.CodeInvalidParams, "Invalid params: an idempotency key is at most %d bytes", maxIdempotencyKey)
+	}
+	if key != "" {
+		// The key names this call: the same key with other arguments is
+		// another call, not a retry.
+		p.IdempotencyKey = inv.def.Key() + "\x00" + key + "\x00" + string(inv.args)
+		p.IdempotencyTTL = s.cfg.IdempotencyTTL
+	}
+	return nil
+}
+
+// fundsResult answers a call the caller's balance does not cover. It is a
+// tool error (a CallToolResult with isError), not a JSON-RPC error: the
+// 2026-07-28 spec allocates no code for it (-32000..-32019 take no new
+// allocations, -32020..-32099 are MCP's own), and a tool error is what the
+// model sees and can act on. _meta[proto.MetaFunds] says what the call
+// needed and what was available; no task record or job exists.
+func fundsResult(name string, fe *taskstate.FundsError) *proto.CallToolResult {
+	return &proto.CallToolResult{
+		ResultBase: proto.ResultBase{ResultType: proto.ResultComplete, Meta: proto.ResultMeta{
+			proto.MetaFunds: map[string]int64{"needed": fe.Needed, "available": fe.Available}}},
+		Content: []proto.Content{proto.TextContent(fmt.Sprintf(
+			"Insufficient funds: %s reserves %d units for this call and %d are available", name, fe.Needed, fe.Available))},
+		IsError: true,
+	}
+}
+
+// getMyAccount serves GET /v1/account: the caller's billing account.
+func (s *Server) getMyAccount(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.admit(w, r)
+	if err != nil {
+		s.restFail(w, err)
+		return
+	}
+	a, err := s.store.Account(r.Context(), principal)
+	if err != nil {
+		s.restFail(w, err)
+		return
+	}
+	writeREST(w, http.StatusOK, a)
+}
+
+// ledgerPage is the body of GET /v1/ledger.
+type ledgerPage struct {
+	// Entries are the caller's ledger entries, oldest first.
+	Entries []taskstate.LedgerEntry `json:"entries"`
+	// NextCursor continues the ledger; absent on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// getMyLedger serves GET /v1/ledger?cursor=&limit=: the caller's ledger,
+// oldest first, limit (1..500, default 100) entries after cursor.
+func (s *Server) getMyLedger(w http.ResponseWriter, r *http.Request) {
+	principal, err := s.admit(w, r)
+	if err != nil {
+		s.restFail(w, err)
+		return
+	}
+	q := r.URL.Query()
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > taskstate.MaxLedgerPage {
+			writeREST(w, http.StatusBadRequest, restError{Error: fmt.Sprintf("limit must be a number from 1 to %d", taskstate.MaxLedgerPage)})
+			return
+		}
+		limit = n
+	}
+	entries, next, err := s.store.Ledger(r.Context(), principal, q.Get("cursor"), limit)
+	if errors.Is(err, taskstate.ErrBadCursor) {
+		writeREST(w, http.StatusBadRequest, restError{Error: "invalid cursor"})
+		return
+	}
+	if err != nil {
+		s.restFail(w, err)
+		return
+	}
+	writeREST(w, http.StatusOK, ledgerPage{Entries: entries, NextCursor: next})
+}
