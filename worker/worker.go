@@ -217,13 +217,10 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
 	cfg.Blobs.setDefaults(cfg.MaxTTL)
-	// Billing totals: each settlement this worker's transitions make
-	// (finish, claim, takeover, reap) comes back with its script's reply.
-	billing := billmetrics.New(cfg.Metrics)
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
 		jobs: map[string]map[int64]func(){},
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
-			Settled: billing.Settled})}
+			Settled: billmetrics.New(cfg.Metrics).Settled})} // billing totals of the settlements its scripts return
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")
 	}
