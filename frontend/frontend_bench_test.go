@@ -50,8 +50,14 @@ type benchServer struct {
 // benchEachBackend runs fn on miniredis and, when MCPQ_TEST_REDIS_URL is
 // set, on the real server; asynq chooses the real asynq enqueuer.
 func benchEachBackend(b *testing.B, asynqEnqueue bool, fn func(b *testing.B, s *benchServer)) {
+	benchBackends(b, asynqEnqueue, false, fn)
+}
+
+// benchBackends is benchEachBackend, with billing on and "noop" priced at
+// one unit (the caller credited for every run) when billing is set.
+func benchBackends(b *testing.B, asynqEnqueue, billing bool, fn func(b *testing.B, s *benchServer)) {
 	run := func(b *testing.B, be *redistest.Backend) {
-		cfg := frontend.Config{Redis: be.Client, Prefix: be.Prefix, MaxLiveTasks: -1,
+		cfg := frontend.Config{Redis: be.Client, Prefix: be.Prefix, MaxLiveTasks: -1, Billing: billing,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		if !asynqEnqueue {
 			cfg.Enqueuer = benchEnqueuer{}
@@ -65,6 +71,12 @@ func benchEachBackend(b *testing.B, asynqEnqueue bool, fn func(b *testing.B, s *
 		ctx := context.Background()
 		def := taskstate.ToolDef{Tool: proto.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Policy: proto.PolicyTask, Queue: "mcpq"}
+		if billing {
+			def.Price = &taskstate.Price{Base: 1}
+			if _, err := store.Credit(ctx, frontend.AnonymousPrincipal, taskstate.MaxAmount); err != nil {
+				b.Fatal(err)
+			}
+		}
 		if err := publishServed(store, def); err != nil {
 			b.Fatal(err)
 		}
@@ -126,14 +138,14 @@ func BenchmarkServeDispatchOnly(b *testing.B) {
 }
 
 // BenchmarkServeCreate: tools/call of a task-policy tool → CreateTaskResult,
-// with a no-op enqueuer ("fake") and with asynq on the same Redis.
+// with a no-op enqueuer ("fake") and with asynq on the same Redis, free
+// and priced with billing on (the reservation in create.lua).
 func BenchmarkServeCreate(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":` + benchMetaTasks +
 		`,"name":"noop","arguments":{}}}`)
-	for _, real := range []bool{false, true} {
-		name := map[bool]string{false: "fake-enqueue", true: "asynq"}[real]
-		b.Run(name, func(b *testing.B) {
-			benchEachBackend(b, real, func(b *testing.B, s *benchServer) {
+	for _, mode := range []string{"fake-enqueue", "asynq", "asynq-billing"} {
+		b.Run(mode, func(b *testing.B) {
+			benchBackends(b, mode != "fake-enqueue", mode == "asynq-billing", func(b *testing.B, s *benchServer) {
 				b.ReportAllocs()
 				for b.Loop() {
 					s.serve(b, "tools/call", "noop", body, `"resultType":"task"`)

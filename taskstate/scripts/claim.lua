@@ -22,7 +22,8 @@
 -- heartbeat would be lost-after old (takeover.lua), and under a share the
 -- running set, scored the same (heartbeat.lua moves it on), so a killed
 -- worker's slot ages out even before a takeover scan frees it.
-local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'resumes', 'slot', 'statusMessage')
+local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'resumes', 'slot', 'statusMessage',
+  'attempt', 'version')
 local status = f[1]
 if not status then return {NOT_FOUND} end
 if expired(f[3], f[4], ARGV[1]) then return {EXPIRED} end
@@ -61,13 +62,16 @@ if share > 0 then
   redis.call('ZADD', KEYS[7], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
   redis.call('HSET', KEYS[1], 'slot', KEYS[7])
 end
-local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+-- The new attempt and version are written with the state (one HSET, no
+-- read-back), and the change announced from what this script knows.
+local attempt = tonumber(f[8] or '0') + 1
+local version = tonumber(f[9] or '0') + 1
 local message = 'Running'
 if attempt > 1 then message = 'Running (attempt ' .. attempt .. ')' end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1],
-  'running', attempt)
+  'running', attempt, 'attempt', attempt, 'version', version)
 redis.call('ZADD', KEYS[3], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
-state_changed(ARGV[2])
+announce(ARGV[2], version, 'working', message, ARGV[1], nil)
 local out = {OK, attempt}
 for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end
 return out

@@ -62,18 +62,28 @@ local function look_at(id, due)
   if not cur or tonumber(cur) > tonumber(due) then redis.call('ZADD', KEYS[3], due, id) end
 end
 
--- state_changed: the one way a script announces the task's new state on its
--- events channel (channel; KEYS[1] is the record, already written). It
--- counts the change in the record's 'version' and publishes the fields that
--- move with a state, so a listener can show each state once and in order
--- without reading the record; taskstate/events.go's DecodeEvent reads it:
+-- announce: the one event format of a state change, published on the
+-- task's events channel; taskstate/events.go's DecodeEvent reads it:
 -- {"version": n, "status": s, "statusMessage": m, "lastUpdatedAt": "ms", "cancel": "1"?}
+-- A script that writes the new state itself (with 'version' = v, the
+-- record's count of changes) and knows these fields calls it directly
+-- (claim, progress: no read-back on the worker's hot path); the others
+-- call state_changed.
+local function announce(channel, v, status, statusMessage, lastUpdatedAt, cancel)
+  redis.call('PUBLISH', channel, cjson.encode({version = v, status = status, statusMessage = statusMessage,
+    lastUpdatedAt = lastUpdatedAt, cancel = cancel}))
+end
+
+-- state_changed: a script announces the task's new state (KEYS[1], the
+-- record, already written): it counts the change in the record's
+-- 'version' and publishes the fields that move with a state, so a
+-- listener can show each state once and in order without reading the
+-- record.
 local function state_changed(channel)
   local f = redis.call('HMGET', KEYS[1], 'status', 'statusMessage', 'lastUpdatedAt', 'cancel')
   local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
   -- HMGET answers false for an absent field; "or nil" leaves it out.
-  redis.call('PUBLISH', channel, cjson.encode({version = v, status = f[1], statusMessage = f[2] or nil,
-    lastUpdatedAt = f[3] or nil, cancel = f[4] or nil}))
+  announce(channel, v, f[1], f[2] or nil, f[3] or nil, f[4] or nil)
 end
 
 -- int: an integer amount as Redis argument text ('%d': tostring would
