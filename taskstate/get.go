@@ -2,7 +2,10 @@ package taskstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/proto"
 )
@@ -13,7 +16,7 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 	if !ValidID(ref.ID) {
 		return nil, ErrNotFound
 	}
-	f, err := s.rdb.HGetAll(ctx, s.keys.Task(ref)).Result()
+	f, err := s.readRecord(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -27,4 +30,31 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 		r.StatusMessage = fmt.Sprintf("No word from its worker since %s", FormatTime(r.Heartbeat))
 	}
 	return r, nil
+}
+
+// readRecord is the record's hash with its companion's fields merged in
+// (Keys.TaskExtra: an ended task keeps its long values there), read in one
+// round trip: HGETALL and GET pipelined. Empty when the task is gone. The
+// record's field 'x' says whether the companion belongs to it: a record
+// read just before its task ended still holds every field and no 'x', and
+// a companion missing after an 'x' was reaped between the two reads.
+func (s *Store) readRecord(ctx context.Context, ref Ref) (map[string]string, error) {
+	pipe := s.rdb.Pipeline()
+	h := pipe.HGetAll(ctx, s.keys.Task(ref))
+	x := pipe.Get(ctx, s.keys.TaskExtra(ref))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	f := h.Val()
+	if f["x"] == "" {
+		return f, nil
+	}
+	extra, err := x.Result()
+	if errors.Is(err, redis.Nil) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, mergeExtra(f, extra)
 }

@@ -23,8 +23,7 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
-  ended(ARGV[3])
-  state_changed(ARGV[2])
+  end_task(ARGV[3], ARGV[2])
   return settled(CANCELLED, receipt, tool)
 end
 if f[5] ~= '1' then

@@ -33,8 +33,7 @@ if f[2] == '1' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
-  ended(ARGV[3])
-  state_changed(ARGV[2])
+  end_task(ARGV[3], ARGV[2])
   return {CANCELLED, receipt, tool}
 end
 if status ~= 'working' then return {ILLEGAL} end

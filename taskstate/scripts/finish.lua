@@ -22,8 +22,7 @@ if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   if not allowed(f[1], 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[8], 'cancelled', ARGV[1])
-  ended(ARGV[8])
-  state_changed(ARGV[7])
+  end_task(ARGV[8], ARGV[7])
   return settled(CANCELLED, receipt, tool)
 end
 if ARGV[4] ~= '' then
@@ -32,6 +31,5 @@ else
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 end
 local receipt, tool = settle_task(ARGV[8], ARGV[3], ARGV[1])
-ended(ARGV[8])
-state_changed(ARGV[7])
+end_task(ARGV[8], ARGV[7])
 return settled(OK, receipt, tool)

@@ -35,8 +35,7 @@ if f[6] == '1' then
   if not allowed('working', 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(id, 'cancelled', ARGV[1])
-  ended(id)
-  state_changed(ARGV[5])
+  end_task(id, ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {CANCELLED, receipt, tool}
 end
@@ -51,8 +50,7 @@ if lost > tonumber(ARGV[4]) then
   redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', msg, 'lastUpdatedAt', ARGV[1],
     'error', cjson.encode({code = -32603, message = 'Internal error: ' .. msg}))
   local receipt, tool = settle_task(id, 'failed', ARGV[1])
-  ended(id)
-  state_changed(ARGV[5])
+  end_task(id, ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {LIMIT, lost, beat, receipt, tool}
 end
