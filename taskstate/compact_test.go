@@ -78,7 +78,9 @@ func TestEndedRecordCompact(t *testing.T) {
 				return e.s.Finish(ctx(t), ref, attempt, taskstate.Outcome{Status: proto.StatusCompleted,
 					Result: result, StatusMessage: message})
 			},
-			want: func(r *taskstate.Record) { r.Status, r.StatusMessage, r.Result = proto.StatusCompleted, message, result },
+			want: func(r *taskstate.Record) {
+				r.Status, r.StatusMessage, r.Result = proto.StatusCompleted, message, result
+			},
 		},
 		{
 			name: "failed",
