@@ -33,23 +33,18 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 }
 
 // readRecord is the record's hash with its companion's fields merged in
-// (Keys.TaskExtra: an ended task keeps its long values there), read in one
-// round trip: HGETALL and GET pipelined. Empty when the task is gone. The
-// record's field 'x' says whether the companion belongs to it: a record
-// read just before its task ended still holds every field and no 'x', and
-// a companion missing after an 'x' was reaped between the two reads.
+// (Keys.TaskExtra: an ended task keeps its long values there); empty when
+// the task is gone. A live task, the one clients poll again and again, is
+// one HGETALL, as before there was a companion; only an ended task whose
+// record says it has one ('x') costs a second round trip, GET, and is read
+// once or twice at its end. A companion missing after an 'x' was reaped
+// between the two reads: the task is gone.
 func (s *Store) readRecord(ctx context.Context, ref Ref) (map[string]string, error) {
-	pipe := s.rdb.Pipeline()
-	h := pipe.HGetAll(ctx, s.keys.Task(ref))
-	x := pipe.Get(ctx, s.keys.TaskExtra(ref))
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
+	f, err := s.rdb.HGetAll(ctx, s.keys.Task(ref)).Result()
+	if err != nil || f["x"] == "" {
+		return f, err
 	}
-	f := h.Val()
-	if f["x"] == "" {
-		return f, nil
-	}
-	extra, err := x.Result()
+	extra, err := s.rdb.Get(ctx, s.keys.TaskExtra(ref)).Result()
 	if errors.Is(err, redis.Nil) {
 		return map[string]string{}, nil
 	}
