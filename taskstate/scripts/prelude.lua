@@ -75,9 +75,15 @@ local COMPACT_FIELDS = 100
 -- '<len>:<name><len>:<value>' (record.go's mergeExtra reads it back); the
 -- record keeps the rest, a fresh hash (so a listpack again), and the field
 -- 'x' saying its companion exists. Both keep the record's expiry to the
--- millisecond (a script's clock stands still). Called last, after
--- state_changed(), by end_task().
+-- millisecond (a script's clock stands still). A record Redis still keeps
+-- compact is left as it is: every value fits the server's limit (a raised
+-- hash-max-listpack-value, or a task that never held a long value), and a
+-- companion would only cost a key. Redis 6 calls the encoding 'ziplist';
+-- a server that does not answer OBJECT ENCODING (miniredis) gets the
+-- rebuild. Called last, after state_changed(), by end_task().
 local function compact()
+  local enc = redis.pcall('OBJECT', 'ENCODING', KEYS[1])
+  if enc == 'listpack' or enc == 'ziplist' then return end
   local all = redis.call('HGETALL', KEYS[1])
   if #all == 0 then return end
   local keep, moved, fields = {}, {}, 0
