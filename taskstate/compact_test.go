@@ -226,3 +226,35 @@ func TestEndedRecordShort(t *testing.T) {
 		}
 	})
 }
+
+// TestEndedRecordManyInputs: a record with more input fields than a
+// compact hash may hold (hash-max-listpack-entries, 512) is compact once
+// its task ended, and its input requests read back whole.
+func TestEndedRecordManyInputs(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		ref := e.create(t, taskstate.CreateParams{TTLMs: ttl(60_000)})
+		attempt := e.claim(t, ref)
+		reqs := map[string]json.RawMessage{}
+		for i := range 600 {
+			reqs[fmt.Sprintf("q%d", i)] = json.RawMessage(`{"method":"elicitation/create"}`)
+		}
+		if err := e.s.RequestInput(ctx(t), ref, attempt, reqs); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.RequestCancel(ctx(t), ref); err != nil {
+			t.Fatal(err)
+		}
+		got := e.get(t, ref)
+		if got.Status != proto.StatusCancelled || !reflect.DeepEqual(got.InputRequests, reqs) {
+			t.Fatalf("status %s, %d input requests", got.Status, len(got.InputRequests))
+		}
+		if b.Mini == nil {
+			enc, err := b.Client.ObjectEncoding(ctx(t), e.s.Keys().Task(ref)).Result()
+			if err != nil || enc != "listpack" {
+				t.Fatalf("OBJECT ENCODING = %q (%v), want listpack", enc, err)
+			}
+		}
+	})
+}

@@ -5,6 +5,8 @@
 -- ARGV[5] cancel grace (ms)
 -- A task is held while a delivery runs it ('running' is its attempt; claim
 -- sets it, parking and resuming clear it).
+-- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
+-- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns OK (flag set, "Cancelling" announced and the task id published on
 -- the stops channel, again on a repeated cancel: the worker ends the task
 -- "cancelled" at once; if it has not within the grace, because its worker

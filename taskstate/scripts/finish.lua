@@ -9,6 +9,8 @@
 -- is written as "cancelled" (without result or error) and CANCELLED returned.
 -- The task's reservation, if any, settles here (prelude settle(): failed
 -- releases it, the others charge the metered usage).
+-- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
+-- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns OK, CANCELLED (each as {code, receipt, tool} when a reservation
 -- settled: prelude settled()), or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
 -- target is not a terminal status, or the table refuses): nothing is written then.

@@ -57,20 +57,20 @@ end
 
 -- Redis keeps a hash as a compact listpack only while every field name and
 -- value is at most hash-max-listpack-value bytes (default 64) and it has at
--- most hash-max-listpack-entries fields (default 128); one longer value
+-- most hash-max-listpack-entries fields (default 512); one longer value
 -- turns it into a hashtable for good, about 70 bytes more per field. While
 -- a task runs its record holds long values (arguments, caps, checkpoint);
 -- once it ended, compact() rebuilds it as a listpack and moves what is
 -- longer into its companion key (Keys.TaskExtra).
 local COMPACT_VALUE = 64
-local COMPACT_FIELDS = 100
+local COMPACT_FIELDS = 480
 
 -- compact: rebuild the record of a task that ended (KEYS[1]) so a default
 -- redis.conf keeps it compact: every field whose name or value is longer
 -- than COMPACT_VALUE bytes (the result, error, receipt, a long
 -- statusMessage, input requests and answers), and input fields once
 -- COMPACT_FIELDS are kept (the record's other fields, about 20, then still
--- fit under 128), moves into the companion string KEYS[1]..':x'
+-- fit under 512), moves into the companion string KEYS[1]..':x'
 -- (Keys.TaskExtra: same hash tag, so the same Cluster slot), each as
 -- '<len>:<name><len>:<value>' (record.go's mergeExtra reads it back); the
 -- record keeps the rest, a fresh hash (so a listpack again), and the field

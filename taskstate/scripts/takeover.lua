@@ -15,6 +15,8 @@
 -- ARGV[7] stops channel   ARGV[8] '1' to take back lost deliveries ('0': only
 -- end overdue cancels; the caller could not tell a lost worker from its own
 -- lost view of Redis)
+-- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
+-- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns {OK, seq, lost, heartbeat, tool}: taken back; enqueue job seq. {CANCELLED}
 -- or {LIMIT, lost, heartbeat} (ended "failed": the caller writes nothing
 -- more); either way the reservation settled (failed releases it), and when
