@@ -89,8 +89,10 @@ local function compact()
   local keep, moved, fields = {}, {}, 0
   for i = 1, #all, 2 do
     local k, v = all[i], all[i + 1]
-    local input = string.sub(k, 1, 4) == 'req:' or string.sub(k, 1, 4) == 'ans:'
-    if #k > COMPACT_VALUE or #v > COMPACT_VALUE or (input and fields >= COMPACT_FIELDS) then
+    -- The input check only past COMPACT_FIELDS: a new string per field
+    -- would cost more than the rest of the loop.
+    if #k > COMPACT_VALUE or #v > COMPACT_VALUE or
+        (fields >= COMPACT_FIELDS and (string.sub(k, 1, 4) == 'req:' or string.sub(k, 1, 4) == 'ans:')) then
       moved[#moved + 1] = #k .. ':' .. k .. #v .. ':' .. v
     else
       keep[#keep + 1] = k
