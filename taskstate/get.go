@@ -2,7 +2,10 @@ package taskstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/proto"
 )
@@ -13,7 +16,7 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 	if !ValidID(ref.ID) {
 		return nil, ErrNotFound
 	}
-	f, err := s.rdb.HGetAll(ctx, s.keys.Task(ref)).Result()
+	f, err := s.readRecord(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -27,4 +30,26 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 		r.StatusMessage = fmt.Sprintf("No word from its worker since %s", FormatTime(r.Heartbeat))
 	}
 	return r, nil
+}
+
+// readRecord is the record's hash with its companion's fields merged in
+// (Keys.TaskExtra: an ended task keeps its long values there); empty when
+// the task is gone. A live task, the one clients poll again and again, is
+// one HGETALL, as before there was a companion; only an ended task whose
+// record says it has one ('x') costs a second round trip, GET, and is read
+// once or twice at its end. A companion missing after an 'x' was reaped
+// between the two reads: the task is gone.
+func (s *Store) readRecord(ctx context.Context, ref Ref) (map[string]string, error) {
+	f, err := s.rdb.HGetAll(ctx, s.keys.Task(ref)).Result()
+	if err != nil || f["x"] == "" {
+		return f, err
+	}
+	extra, err := s.rdb.Get(ctx, s.keys.TaskExtra(ref)).Result()
+	if errors.Is(err, redis.Nil) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, mergeExtra(f, extra)
 }

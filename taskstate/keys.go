@@ -26,6 +26,16 @@ func OwnerTag(principal string) string {
 // Task is the task record. Type: hash (fields in record.go).
 func (k Keys) Task(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:task:" + ref.ID }
 
+// TaskExtra is the companion of an ended task's record: the fields whose
+// name or value is longer than a default redis.conf keeps in a compact hash
+// (64 bytes: the result, error, receipt, a long statusMessage, input
+// requests and answers), so the record itself stays a listpack. The
+// scripts' compact() writes it when a task ends, with the record's expiry,
+// and derives its name from Task (the same name plus ":x"), so the two must
+// stay in step; the record's field 'x' says it exists. Value: each field
+// as "<len>:<name><len>:<value>" (record.go's mergeExtra). Type: string.
+func (k Keys) TaskExtra(ref Ref) string { return k.Task(ref) + ":x" }
+
 // Events is the task's pub/sub channel; each state change (a cancel request
 // too) publishes the record's new version and state, the reaper "expired",
 // workers their notifications (events.go). Type: pub/sub channel.

@@ -34,8 +34,10 @@ type ListResult struct {
 // listFields are the fields ListTasks reads of each record (HMGET): what
 // Record.Task and Record.Expired need, and the owner and tool. A listing never loads arguments,
 // results or checkpoints, so its cost does not grow with their size
-// (issue 13, finding 5; docs/security.md).
-var listFields = []string{"status", "statusMessage", "owner", "tool", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
+// (issue 13, finding 5; docs/security.md). 'x' says an ended task keeps
+// long values in its companion (Keys.TaskExtra): a statusMessage longer
+// than 64 bytes is then read from there (extraMessages).
+var listFields = []string{"status", "statusMessage", "owner", "tool", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs", "x"}
 
 // ErrBadCursor: the cursor was not made by ListTasks.
 var ErrBadCursor = errors.New("taskstate: invalid cursor")
@@ -80,18 +82,25 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 		if err != nil {
 			return nil, err
 		}
-		for i, z := range batch {
-			id := z.Member.(string)
-			if strconv.FormatInt(int64(z.Score), 10) == cursorScore && afterID != "" && id >= afterID {
-				continue // returned on the previous page
-			}
+		fields := make([]map[string]string, len(batch))
+		for i := range batch {
 			f := make(map[string]string, len(listFields))
 			for j, v := range cmds[i].(*redis.SliceCmd).Val() {
 				if v, ok := v.(string); ok {
 					f[listFields[j]] = v
 				}
 			}
-			rec, ok := decodeRecord(Ref{Owner: owner, ID: id}, f)
+			fields[i] = f
+		}
+		if err := s.extraMessages(ctx, owner, batch, fields); err != nil {
+			return nil, err
+		}
+		for i, z := range batch {
+			id := z.Member.(string)
+			if strconv.FormatInt(int64(z.Score), 10) == cursorScore && afterID != "" && id >= afterID {
+				continue // returned on the previous page
+			}
+			rec, ok := decodeRecord(Ref{Owner: owner, ID: id}, fields[i])
 			if !ok || rec.Expired(now) || (o.Status != "" && rec.Status != o.Status) {
 				continue
 			}
@@ -122,4 +131,43 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 func (r *ListResult) cursorOf() string {
 	last := r.Tasks[len(r.Tasks)-1]
 	return strconv.FormatInt(last.CreatedAt.UnixMilli(), 10) + ":" + last.Ref.ID
+}
+
+// extraMessages fills in the statusMessage of the batch's ended tasks that
+// keep it in their companion (field 'x' set, no statusMessage in the
+// record: it was longer than 64 bytes), in one pipeline; most pages have
+// none and make no call.
+func (s *Store) extraMessages(ctx context.Context, owner string, batch []redis.Z, fields []map[string]string) error {
+	var at []int
+	for i, f := range fields {
+		if _, ok := f["statusMessage"]; !ok && f["x"] != "" {
+			at = append(at, i)
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range at {
+			p.Get(ctx, s.keys.TaskExtra(Ref{Owner: owner, ID: batch[i].Member.(string)}))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	for k, i := range at {
+		x, err := cmds[k].(*redis.StringCmd).Result()
+		if errors.Is(err, redis.Nil) {
+			continue // reaped since: the record reads as gone below, or soon
+		}
+		extra := map[string]string{}
+		if err := mergeExtra(extra, x); err != nil {
+			return err
+		}
+		if m, ok := extra["statusMessage"]; ok {
+			fields[i]["statusMessage"] = m
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package taskstate
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,41 @@ func parseInt(s string) int64 {
 	}
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
+}
+
+// errBadExtra: a record's companion (Keys.TaskExtra) is not what the
+// scripts' compact() writes.
+var errBadExtra = errors.New("taskstate: malformed record companion")
+
+// mergeExtra adds to f the fields an ended task's record keeps in its
+// companion (Keys.TaskExtra): "<len>:<name><len>:<value>" each, lengths in
+// bytes, as the scripts' compact() writes them.
+func mergeExtra(f map[string]string, x string) error {
+	for x != "" {
+		var k, v string
+		var ok bool
+		if k, x, ok = cutCounted(x); !ok {
+			return errBadExtra
+		}
+		if v, x, ok = cutCounted(x); !ok {
+			return errBadExtra
+		}
+		f[k] = v
+	}
+	return nil
+}
+
+// cutCounted splits "<len>:<text of len bytes><rest>" into text and rest.
+func cutCounted(s string) (text, rest string, ok bool) {
+	n, s, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", "", false
+	}
+	l, err := strconv.Atoi(n)
+	if err != nil || l < 0 || l > len(s) {
+		return "", "", false
+	}
+	return s[:l], s[l:], true
 }
 
 // decodeRecord reads a record from its HGETALL fields; ok is false for an

@@ -79,11 +79,13 @@ func redisClient() (redis.UniversalClient, error) {
 	return rdb, nil
 }
 
-// adviseRedis logs, once at start, a Redis setting that would halve the
-// memory of every finished task: a task record with a value over
-// hash-max-listpack-value bytes (default 64; a tool result usually is) and
-// asynq's job hash lose Redis's compact encoding. Managed Redis may refuse
-// CONFIG GET; then nothing is said.
+// adviseRedis logs, once at start, a Redis setting that saves memory on
+// every task: asynq's job hash (its message is over
+// hash-max-listpack-value bytes, default 64) and a running task's record
+// with long arguments lose Redis's compact encoding, and an ended task's
+// record keeps its result in a separate key (taskstate.Keys.TaskExtra)
+// instead of its own compact hash. Managed Redis may refuse CONFIG GET;
+// then nothing is said.
 func adviseRedis(ctx context.Context, log *slog.Logger, rdb redis.UniversalClient) {
 	const setting = "hash-max-listpack-value"
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -94,7 +96,7 @@ func adviseRedis(ctx context.Context, log *slog.Logger, rdb redis.UniversalClien
 	}
 	if n, err := strconv.Atoi(v[setting]); err == nil && n < 1024 {
 		log.Info("Redis keeps hashes compact only for values up to " + v[setting] + " bytes; " +
-			"'" + setting + " 1024' in redis.conf about halves the memory of a finished task (docs/benchmarks.md)")
+			"'" + setting + " 1024' in redis.conf saves about 200 bytes per queued task and 100 per finished one (docs/benchmarks.md)")
 	}
 }
 

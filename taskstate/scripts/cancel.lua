@@ -5,6 +5,8 @@
 -- ARGV[5] cancel grace (ms)
 -- A task is held while a delivery runs it ('running' is its attempt; claim
 -- sets it, parking and resuming clear it).
+-- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
+-- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns OK (flag set, "Cancelling" announced and the task id published on
 -- the stops channel, again on a repeated cancel: the worker ends the task
 -- "cancelled" at once; if it has not within the grace, because its worker
@@ -23,8 +25,7 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
-  ended(ARGV[3])
-  state_changed(ARGV[2])
+  end_task(ARGV[3], ARGV[2])
   return settled(CANCELLED, receipt, tool)
 end
 if f[5] ~= '1' then

@@ -6,6 +6,8 @@
 -- ARGV[4] the job's sequence number (JobID)   ARGV[5] lost-after (ms)
 -- ARGV[6] the owner's share of the queue: most of its tasks that may run
 -- on it at once (0: no share; KEYS[7] is then left alone)   ARGV[7] the queue's name
+-- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
+-- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns {OK, attempt, field1, value1, ...}: a new attempt number (older
 -- attempts are fenced off; statusMessage becomes "Running") and the whole
 -- record, or {code}: NOT_FOUND, EXPIRED, TERMINAL (the job is a no-op),
@@ -34,8 +36,7 @@ if f[2] == '1' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
-  ended(ARGV[3])
-  state_changed(ARGV[2])
+  end_task(ARGV[3], ARGV[2])
   return {CANCELLED, receipt, tool}
 end
 if status ~= 'working' then return {ILLEGAL} end

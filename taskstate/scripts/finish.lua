@@ -9,6 +9,8 @@
 -- is written as "cancelled" (without result or error) and CANCELLED returned.
 -- The task's reservation, if any, settles here (prelude settle(): failed
 -- releases it, the others charge the metered usage).
+-- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
+-- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns OK, CANCELLED (each as {code, receipt, tool} when a reservation
 -- settled: prelude settled()), or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
 -- target is not a terminal status, or the table refuses): nothing is written then.
@@ -22,8 +24,7 @@ if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   if not allowed(f[1], 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[8], 'cancelled', ARGV[1])
-  ended(ARGV[8])
-  state_changed(ARGV[7])
+  end_task(ARGV[8], ARGV[7])
   return settled(CANCELLED, receipt, tool)
 end
 if ARGV[4] ~= '' then
@@ -32,6 +33,5 @@ else
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 end
 local receipt, tool = settle_task(ARGV[8], ARGV[3], ARGV[1])
-ended(ARGV[8])
-state_changed(ARGV[7])
+end_task(ARGV[8], ARGV[7])
 return settled(OK, receipt, tool)

@@ -55,6 +55,64 @@ local function ended(id)
   redis.call('HDEL', KEYS[1], 'arguments', 'argsRef', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt')
 end
 
+-- Redis keeps a hash as a compact listpack only while every field name and
+-- value is at most hash-max-listpack-value bytes (default 64) and it has at
+-- most hash-max-listpack-entries fields (default 512); one longer value
+-- turns it into a hashtable for good, about 70 bytes more per field. While
+-- a task runs its record holds long values (arguments, caps, checkpoint);
+-- once it ended, compact() rebuilds it as a listpack and moves what is
+-- longer into its companion key (Keys.TaskExtra).
+local COMPACT_VALUE = 64
+local COMPACT_FIELDS = 480
+
+-- compact: rebuild the record of a task that ended (KEYS[1]) so a default
+-- redis.conf keeps it compact: every field whose name or value is longer
+-- than COMPACT_VALUE bytes (the result, error, receipt, a long
+-- statusMessage, input requests and answers), and input fields once
+-- COMPACT_FIELDS are kept (the record's other fields, about 20, then still
+-- fit under 512), moves into the companion string KEYS[1]..':x'
+-- (Keys.TaskExtra: same hash tag, so the same Cluster slot), each as
+-- '<len>:<name><len>:<value>' (record.go's mergeExtra reads it back); the
+-- record keeps the rest, a fresh hash (so a listpack again), and the field
+-- 'x' saying its companion exists. Both keep the record's expiry to the
+-- millisecond (a script's clock stands still). A record Redis still keeps
+-- compact is left as it is: every value fits the server's limit (a raised
+-- hash-max-listpack-value, or a task that never held a long value), and a
+-- companion would only cost a key. Redis 6 calls the encoding 'ziplist';
+-- a server that does not answer OBJECT ENCODING (miniredis) gets the
+-- rebuild. Called last, after state_changed(), by end_task().
+local function compact()
+  local enc = redis.pcall('OBJECT', 'ENCODING', KEYS[1])
+  if enc == 'listpack' or enc == 'ziplist' then return end
+  local all = redis.call('HGETALL', KEYS[1])
+  if #all == 0 then return end
+  local keep, moved, fields = {}, {}, 0
+  for i = 1, #all, 2 do
+    local k, v = all[i], all[i + 1]
+    -- The input check only past COMPACT_FIELDS: a new string per field
+    -- would cost more than the rest of the loop.
+    if #k > COMPACT_VALUE or #v > COMPACT_VALUE or
+        (fields >= COMPACT_FIELDS and (string.sub(k, 1, 4) == 'req:' or string.sub(k, 1, 4) == 'ans:')) then
+      moved[#moved + 1] = #k .. ':' .. k .. #v .. ':' .. v
+    else
+      keep[#keep + 1] = k
+      keep[#keep + 1] = v
+      fields = fields + 1
+    end
+  end
+  local ttl = redis.call('PTTL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  if #moved > 0 then
+    keep[#keep + 1] = 'x'
+    keep[#keep + 1] = '1'
+    local x = KEYS[1] .. ':x'
+    redis.call('SET', x, table.concat(moved))
+    if ttl > 0 then redis.call('PEXPIRE', x, ttl) end
+  end
+  redis.call('HSET', KEYS[1], unpack(keep))
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+end
+
 -- look_at: the held index (KEYS[3]) is to look at task id again by unix ms
 -- due: an earlier time already there stays.
 local function look_at(id, due)
@@ -84,6 +142,16 @@ local function state_changed(channel)
   local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
   -- HMGET answers false for an absent field; "or nil" leaves it out.
   announce(channel, v, f[1], f[2] or nil, f[3] or nil, f[4] or nil)
+end
+
+-- end_task: the close of every script that ends a task whose record stays
+-- (finish, cancel, claim's cancel branch, takeover): it leaves the live set
+-- and held index (ended), announces its final state on channel
+-- (state_changed) and is rebuilt compact (compact).
+local function end_task(id, channel)
+  ended(id)
+  state_changed(channel)
+  compact()
 end
 
 -- int: an integer amount as Redis argument text ('%d': tostring would

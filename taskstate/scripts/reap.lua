@@ -1,5 +1,6 @@
 -- reap.lua: finalize a task whose deadline passed: signal its worker to
--- stop, publish "expired" to listeners, delete the record and drop it from
+-- stop, publish "expired" to listeners, delete the record (and its
+-- companion KEYS[1]..':x', Keys.TaskExtra, prelude compact()) and drop it from
 -- the owner's indexes. A task whose TTL was extended meanwhile is re-indexed
 -- at its new deadline instead.
 -- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
@@ -16,6 +17,7 @@ local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs')
 if not f[1] then
   local receipt, tool = settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
   ended(ARGV[2])
+  redis.call('DEL', KEYS[1] .. ':x') -- the record went (expired or deleted): its companion too
   redis.call('ZREM', KEYS[4], ARGV[2])
   redis.call('ZREM', KEYS[5], ARGV[2])
   return settled(NOT_FOUND, receipt, tool)
@@ -30,7 +32,7 @@ if not expired(f[2], f[3], ARGV[1]) then
 end
 local receipt, tool = settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
 ended(ARGV[2]) -- before the DEL: it reads the record's running slot
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[1] .. ':x')
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('ZREM', KEYS[5], ARGV[2])
 redis.call('PUBLISH', ARGV[3], 'expired')

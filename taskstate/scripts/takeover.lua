@@ -15,6 +15,8 @@
 -- ARGV[7] stops channel   ARGV[8] '1' to take back lost deliveries ('0': only
 -- end overdue cancels; the caller could not tell a lost worker from its own
 -- lost view of Redis)
+-- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
+-- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns {OK, seq, lost, heartbeat, tool}: taken back; enqueue job seq. {CANCELLED}
 -- or {LIMIT, lost, heartbeat} (ended "failed": the caller writes nothing
 -- more); either way the reservation settled (failed releases it), and when
@@ -35,8 +37,7 @@ if f[6] == '1' then
   if not allowed('working', 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(id, 'cancelled', ARGV[1])
-  ended(id)
-  state_changed(ARGV[5])
+  end_task(id, ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {CANCELLED, receipt, tool}
 end
@@ -51,8 +52,7 @@ if lost > tonumber(ARGV[4]) then
   redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', msg, 'lastUpdatedAt', ARGV[1],
     'error', cjson.encode({code = -32603, message = 'Internal error: ' .. msg}))
   local receipt, tool = settle_task(id, 'failed', ARGV[1])
-  ended(id)
-  state_changed(ARGV[5])
+  end_task(id, ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {LIMIT, lost, beat, receipt, tool}
 end

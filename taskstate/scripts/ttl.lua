@@ -3,6 +3,9 @@
 -- KEYS[1] task hash   KEYS[2] the owner's deadline index
 -- ARGV[1] now (unix ms)   ARGV[2] attempt ('' = any: not a worker write)
 -- ARGV[3] new ttlMs   ARGV[4] grace (ms)   ARGV[5] task id
+-- An ended task is refused (TERMINAL), so the record has no companion yet
+-- (Keys.TaskExtra: written only when a task ends, prelude compact()) whose
+-- expiry would have to follow.
 -- Returns OK, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the new
 -- deadline is already past); nothing is written then.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt')
