@@ -127,7 +127,11 @@ func TestEndedRecordCompact(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				e := newEnv(t, b)
+				// Keys of its own: a case's Reap counts only its task.
+				own := *b
+				own.Prefix = b.Prefix + tc.name + ":"
+				e := newEnv(t, &own)
+				freezeMini(b)
 				ref, attempt := e.longTask(t)
 				want := e.get(t, ref)
 				e.clock.Advance(time.Second)
@@ -257,4 +261,74 @@ func TestEndedRecordManyInputs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCompactRecordLongResult: a task whose record was compact when it
+// finished with a long result (the common case: short arguments, a long
+// answer) has the result written straight to the companion and its record
+// kept compact, and reads back the same; with a reservation, the receipt
+// written at the same end is long too, and the rebuild that follows keeps
+// the result the finish put in the companion.
+func TestCompactRecordLongResult(t *testing.T) {
+	t.Parallel()
+	result := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("r", 300) + `"}]}`)
+	for _, priced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("priced=%v", priced), func(t *testing.T) {
+			t.Parallel()
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				e := newEnv(t, b)
+				freezeMini(b)
+				p := taskstate.CreateParams{TTLMs: ttl(60_000)}
+				if priced {
+					if _, err := e.s.Credit(ctx(t), "anonymous", 10); err != nil {
+						t.Fatal(err)
+					}
+					reserve := int64(5)
+					p.Principal, p.Reserve = "anonymous", &reserve
+				}
+				ref := e.create(t, p)
+				attempt := e.claim(t, ref)
+				if err := e.s.Finish(ctx(t), ref, attempt, taskstate.Outcome{Status: proto.StatusCompleted,
+					Result: result, StatusMessage: "Done"}); err != nil {
+					t.Fatal(err)
+				}
+				got := e.get(t, ref)
+				// With a reservation the result carries the receipt in its
+				// _meta (store_test.go checks how).
+				if got.Status != proto.StatusCompleted || got.StatusMessage != "Done" ||
+					(!priced && string(got.Result) != string(result)) || !strings.Contains(string(got.Result), strings.Repeat("r", 300)) {
+					t.Fatalf("Get = %v %q %.80s", got.Status, got.StatusMessage, got.Result)
+				}
+				if priced && !strings.Contains(string(got.Receipt), `"reserved":5`) {
+					t.Fatalf("receipt = %+v, want the reservation of 5", got.Receipt)
+				}
+				key, extra := e.s.Keys().Task(ref), e.s.Keys().TaskExtra(ref)
+				if b.Client.HExists(ctx(t), key, "result").Val() || !b.Client.HExists(ctx(t), key, "x").Val() {
+					t.Fatal("the long result stayed in the record, or the record names no companion")
+				}
+				if b.Mini == nil {
+					if enc, err := b.Client.ObjectEncoding(ctx(t), key).Result(); err != nil || enc != "listpack" {
+						t.Fatalf("OBJECT ENCODING = %q (%v), want listpack", enc, err)
+					}
+					rec, err1 := b.Client.Do(ctx(t), "PEXPIRETIME", key).Int64()
+					x, err2 := b.Client.Do(ctx(t), "PEXPIRETIME", extra).Int64()
+					if err1 != nil || err2 != nil || rec <= 0 || x != rec {
+						t.Fatalf("PEXPIRETIME of the record %d (%v) and of its companion %d (%v)", rec, err1, x, err2)
+					}
+				} else if b.Mini.TTL(key) <= 0 || b.Mini.TTL(extra) != b.Mini.TTL(key) {
+					t.Fatalf("TTL record %v, companion %v", b.Mini.TTL(key), b.Mini.TTL(extra))
+				}
+			})
+		})
+	}
+}
+
+// freezeMini stops a miniredis backend's clock where it is: the scripts
+// write absolute expiries (PEXPIREAT, SET PXAT), which miniredis turns into
+// durations at its own reading of the clock, so two keys given the same
+// expiry a moment apart would otherwise differ by that moment.
+func freezeMini(b *redistest.Backend) {
+	if b.Mini != nil {
+		b.Mini.SetTime(time.Now())
+	}
 }

@@ -27,7 +27,13 @@ if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   end_task(ARGV[8], ARGV[7])
   return settled(CANCELLED, receipt, tool)
 end
-if ARGV[4] ~= '' then
+if ARGV[4] ~= '' and #ARGV[5] > COMPACT_VALUE and is_compact() then
+  -- A long payload into a compact record would make it a hashtable that
+  -- end_task then rebuilds (prelude compact()); it goes straight to the
+  -- companion instead, and the record stays compact.
+  set_extra(extra_entry(ARGV[4], ARGV[5]), redis.call('PEXPIRETIME', KEYS[1]))
+  redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], 'x', '1')
+elseif ARGV[4] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], ARGV[4], ARGV[5])
 else
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])

@@ -65,6 +65,26 @@ end
 local COMPACT_VALUE = 64
 local COMPACT_FIELDS = 480
 
+-- is_compact: Redis keeps the record KEYS[1] as a listpack.
+local function is_compact()
+  local enc = redis.pcall('OBJECT', 'ENCODING', KEYS[1])
+  return enc == 'listpack' or enc == 'ziplist'
+end
+
+-- extra_entry: one field as the companion holds it.
+local function extra_entry(k, v) return #k .. ':' .. k .. #v .. ':' .. v end
+
+-- set_extra: the companion of KEYS[1] holds text and expires at the
+-- record's expiry at (PEXPIRETIME: unix ms above 0, else none). Absolute
+-- times: a relative PTTL re-applied can land a millisecond off.
+local function set_extra(text, at)
+  if at > 0 then
+    redis.call('SET', KEYS[1] .. ':x', text, 'PXAT', at)
+  else
+    redis.call('SET', KEYS[1] .. ':x', text)
+  end
+end
+
 -- compact: rebuild the record of a task that ended (KEYS[1]) so a default
 -- redis.conf keeps it compact: every field whose name or value is longer
 -- than COMPACT_VALUE bytes (the result, error, receipt, a long
@@ -80,37 +100,41 @@ local COMPACT_FIELDS = 480
 -- hash-max-listpack-value, or a task that never held a long value), and a
 -- companion would only cost a key. Redis 6 calls the encoding 'ziplist';
 -- a server that does not answer OBJECT ENCODING (miniredis) gets the
--- rebuild. Called last, after state_changed(), by end_task().
+-- rebuild. Called last, after state_changed(), by end_task(). A companion
+-- finish.lua already wrote (the record's field 'x') is kept and added to.
 local function compact()
-  local enc = redis.pcall('OBJECT', 'ENCODING', KEYS[1])
-  if enc == 'listpack' or enc == 'ziplist' then return end
+  if is_compact() then return end
   local all = redis.call('HGETALL', KEYS[1])
   if #all == 0 then return end
-  local keep, moved, fields = {}, {}, 0
+  local keep, moved, fields, had = {}, {}, 0, false
   for i = 1, #all, 2 do
     local k, v = all[i], all[i + 1]
     -- The input check only past COMPACT_FIELDS: a new string per field
     -- would cost more than the rest of the loop.
-    if #k > COMPACT_VALUE or #v > COMPACT_VALUE or
+    if k == 'x' then
+      had = true -- finish.lua put the result in the companion already
+    elseif #k > COMPACT_VALUE or #v > COMPACT_VALUE or
         (fields >= COMPACT_FIELDS and (string.sub(k, 1, 4) == 'req:' or string.sub(k, 1, 4) == 'ans:')) then
-      moved[#moved + 1] = #k .. ':' .. k .. #v .. ':' .. v
+      moved[#moved + 1] = extra_entry(k, v)
     else
       keep[#keep + 1] = k
       keep[#keep + 1] = v
       fields = fields + 1
     end
   end
-  local ttl = redis.call('PTTL', KEYS[1])
+  local at = redis.call('PEXPIRETIME', KEYS[1])
   redis.call('DEL', KEYS[1])
-  if #moved > 0 then
+  if #moved > 0 or had then
     keep[#keep + 1] = 'x'
     keep[#keep + 1] = '1'
-    local x = KEYS[1] .. ':x'
-    redis.call('SET', x, table.concat(moved))
-    if ttl > 0 then redis.call('PEXPIRE', x, ttl) end
+  end
+  if #moved > 0 then
+    local prior = ''
+    if had then prior = redis.call('GET', KEYS[1] .. ':x') or '' end
+    set_extra(prior .. table.concat(moved), at)
   end
   redis.call('HSET', KEYS[1], unpack(keep))
-  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+  if at > 0 then redis.call('PEXPIREAT', KEYS[1], at) end
 end
 
 -- look_at: the held index (KEYS[3]) is to look at task id again by unix ms
