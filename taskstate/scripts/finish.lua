@@ -14,7 +14,7 @@
 -- Returns OK, CANCELLED (each as {code, receipt, tool} when a reservation
 -- settled: prelude settled()), or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
 -- target is not a terminal status, or the table refuses): nothing is written then.
-local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel')
+local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel', 'version')
 if not f[1] then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
@@ -27,17 +27,24 @@ if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   end_task(ARGV[8], ARGV[7])
   return settled(CANCELLED, receipt, tool)
 end
+-- The outcome and the new version in one HSET, announced from what this
+-- script knows (end_task's steps, without its read-back).
+local version = tonumber(f[6] or '0') + 1
+local fields = {'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], 'version', version}
 if ARGV[4] ~= '' and #ARGV[5] > COMPACT_VALUE and is_compact() then
   -- A long payload into a compact record would make it a hashtable that
-  -- end_task then rebuilds (prelude compact()); it goes straight to the
-  -- companion instead, and the record stays compact.
+  -- compact() then rebuilds; it goes straight to the companion instead,
+  -- and the record stays compact.
   set_extra(extra_entry(ARGV[4], ARGV[5]), redis.call('PEXPIRETIME', KEYS[1]))
-  redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], 'x', '1')
+  fields[#fields + 1] = 'x'
+  fields[#fields + 1] = '1'
 elseif ARGV[4] ~= '' then
-  redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], ARGV[4], ARGV[5])
-else
-  redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
+  fields[#fields + 1] = ARGV[4]
+  fields[#fields + 1] = ARGV[5]
 end
+redis.call('HSET', KEYS[1], unpack(fields))
 local receipt, tool = settle_task(ARGV[8], ARGV[3], ARGV[1])
-end_task(ARGV[8], ARGV[7])
+ended(ARGV[8])
+announce(ARGV[7], version, ARGV[3], ARGV[6], ARGV[1], f[5] or nil)
+compact()
 return settled(OK, receipt, tool)
