@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
@@ -57,7 +58,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	owner := taskstate.OwnerTag(principal)
-	if _, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle); errors.Is(err, taskstate.ErrNoSession) {
+	sess, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle)
+	if errors.Is(err, taskstate.ErrNoSession) {
 		s.writeError(w, nullID, errNoSession())
 		return
 	} else if err != nil {
@@ -70,13 +72,27 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 			"GET /mcp answers a text/event-stream: the Accept header must allow it"), http.StatusNotAcceptable))
 		return
 	}
+	stream, entry := getStream+taskstate.NewID(), ""
+	if last := r.Header.Get(headerLastEventID); last != "" {
+		var ok bool
+		if stream, entry, ok = parseEventID(last); !ok {
+			s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest,
+				"Bad Request: Last-Event-ID is not an event id of this server"), http.StatusBadRequest))
+			return
+		}
+		if strings.HasPrefix(stream, callStream) {
+			s.resumeCall(ctx, &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: resp, legacy: true, session: sess},
+				stream, entry)
+			return
+		}
+	}
 	release, err := s.listens.acquire(principal, s.cfg.MaxListenStreams)
 	if err != nil {
 		s.writeError(w, nullID, err)
 		return
 	}
 	defer release()
-	c := &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: resp}
+	c := &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: resp, session: sess}
 	ctx, stopWatch := s.watchAuth(ctx, c)
 	defer stopWatch()
 	keys := s.store.Keys()
@@ -92,7 +108,15 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer updates.Close()
+	resp.log = s.newEventLog(ctx, c, stream, entry == "")
 	resp.keepAlive() // the stream is open: headers out now
+	if entry != "" { // a resumed stream: what it sent after the client's last event
+		events, err := s.store.StreamEvents(ctx, owner, id, stream)
+		if err != nil {
+			return
+		}
+		replay(resp, stream, entry, events)
+	}
 	send := func(method string, params any) {
 		resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: method, Params: params})
 	}

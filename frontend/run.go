@@ -140,6 +140,9 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		if handOut {
 			return createTaskResult(rec), nil
 		}
+		if c.session != nil && c.req.Method == proto.MethodToolsCall {
+			s.holdResumable(ctx, c, ref)
+		}
 	}
 
 	wait := s.cfg.SyncWaitLimit
@@ -243,6 +246,14 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 		defer t.Stop()
 		keepAlive = t.C
 	}
+	var prime <-chan time.Time
+	if c.resp.log != nil && !c.resp.resumable() {
+		// A held legacy call still running after the sync budget opens its
+		// stream, so its first event id lets a client resume it.
+		t := time.NewTimer(s.cfg.SyncBudget)
+		defer t.Stop()
+		prime = t.C
+	}
 	for {
 		select {
 		case payload := <-sub.C:
@@ -270,10 +281,14 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 			return s.store.Get(ctx, ref)
 		case <-keepAlive:
 			c.resp.keepAlive()
+		case <-prime:
+			c.resp.keepAlive()
 		case <-ctx.Done():
 			// The client went away, or its key was revoked: nobody can
-			// receive this call's answer.
-			if !c.observer {
+			// receive this call's answer, unless it resumes the stream
+			// (sselog.go; the task then runs on, bounded by its TTL).
+			resumable := c.resp.resumable() && !errors.Is(context.Cause(ctx), errRevoked)
+			if !c.observer && !resumable {
 				_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
 			}
 			return nil, endedBy(ctx)

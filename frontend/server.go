@@ -72,6 +72,9 @@ type call struct {
 	// when the wait began: its status changes go out as
 	// notifications/tasks/status on the request's stream.
 	watched *taskstate.Record
+	// asked holds the input request keys a resumed call's stream carried
+	// already (sselog.go); relayInput does not ask them again.
+	asked map[string]bool
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.

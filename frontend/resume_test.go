@@ -1,0 +1,163 @@
+package frontend_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
+)
+
+// sseEvent is one SSE event as a client reads it.
+type sseEvent struct {
+	id   string
+	data map[string]any // nil for a priming event
+}
+
+// openSSE sends req and returns its SSE events as they arrive; the channel
+// closes when the stream ends.
+func openSSE(t *testing.T, ts *httptest.Server, req *http.Request) <-chan sseEvent {
+	t.Helper()
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		res.Body.Close()
+		t.Fatalf("%s: HTTP %d %s", req.Method, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	out := make(chan sseEvent, 64)
+	go func() {
+		defer close(out)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		var ev sseEvent
+		seen := false
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if seen {
+					out <- ev
+				}
+				ev, seen = sseEvent{}, false
+			case strings.HasPrefix(line, "id: "):
+				ev.id, seen = strings.TrimPrefix(line, "id: "), true
+			case strings.HasPrefix(line, "data:"):
+				if data := strings.TrimSpace(strings.TrimPrefix(line, "data:")); data != "" {
+					_ = json.Unmarshal([]byte(data), &ev.data)
+				}
+				seen = true
+			}
+		}
+	}()
+	return out
+}
+
+// TestLegacyResume: a held call's stream breaks; the task keeps running,
+// and the client resumes the stream with GET and Last-Event-ID on another
+// front end: the progress after its last event, then the call's result.
+// Resuming again from the first event replays the whole stream, and only
+// that stream.
+func TestLegacyResume(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		a, other := newEnv(t, b, nil), newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(a, `{}`)
+		tsA, tsB := httptest.NewServer(a.h), httptest.NewServer(other.h)
+		defer tsA.Close()
+		defer tsB.Close()
+
+		ctx, breakStream := context.WithCancel(context.Background())
+		body := `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"slow_compute","arguments":{"name":"Fa"},"_meta":{"progressToken":"pt"}}}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tsA.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", l.session)
+		held := make(chan (<-chan sseEvent), 1)
+		go func() { held <- openSSE(t, tsA, req) }()
+		j := a.enq.nextJob(t) // claimed: "Running" goes out as progress 0
+		events := <-held
+		prime := <-events
+		if prime.id == "" || prime.data != nil {
+			t.Fatalf("first event %+v, want a priming event (an id, no data)", prime)
+		}
+		if err := a.store.Progress(context.Background(), j.Ref, j.Attempt, "Step 1 of 2"); err != nil {
+			t.Fatal(err)
+		}
+		var last sseEvent
+		for ev := range events {
+			if ev.id == "" {
+				t.Fatalf("event without an id: %+v", ev)
+			}
+			if last = ev; str(ev.data, "params.message") == "Step 1 of 2" {
+				break
+			}
+		}
+		breakStream() // the connection is gone; the task must not be cancelled
+
+		get := func(ts *httptest.Server, lastID string) *http.Request {
+			r, _ := http.NewRequest(http.MethodGet, ts.URL+"/mcp", nil)
+			r.Header.Set("Accept", "text/event-stream")
+			r.Header.Set("Mcp-Session-Id", l.session)
+			r.Header.Set("Last-Event-ID", lastID)
+			return r
+		}
+		resumed := openSSE(t, tsB, get(tsB, last.id))
+		if err := a.store.Progress(context.Background(), j.Ref, j.Attempt, "Step 2 of 2"); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for ev := range resumed {
+			if ev.data == nil {
+				continue
+			}
+			if len(got) == 0 { // the live progress is out: now the task ends
+				err := a.store.Finish(context.Background(), j.Ref, j.Attempt, outcomeFor(toolSlow, json.RawMessage(`{"name":"Fa"}`)))
+				if err != nil {
+					t.Fatalf("finish after the stream broke: %v (the break cancelled the task?)", err)
+				}
+			}
+			if ev.data["method"] == proto.NotifyProgress {
+				got = append(got, str(ev.data, "params.message")+fmt.Sprintf("@%v", ev.data["params"].(map[string]any)["progress"]))
+				continue
+			}
+			text, _ := lookup(ev.data, "result.content")
+			if content, ok := text.([]any); ok && len(content) == 1 {
+				got = append(got, str(ev.data, "id")+":"+str(content[0], "text"))
+				continue
+			}
+			b, _ := json.Marshal(ev.data)
+			got = append(got, string(b))
+		}
+		want := []string{"Step 2 of 2@2", "call-1:Hello, Fa!"}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("resumed stream %q, want %q", got, want)
+		}
+
+		// From the priming event: everything the stream carried, then it ends.
+		got = got[:0]
+		for ev := range openSSE(t, tsA, get(tsA, prime.id)) {
+			if ev.data != nil {
+				got = append(got, str(ev.data, "params.message")+str(ev.data, "id"))
+			}
+		}
+		want = []string{"Running", "Step 1 of 2", "Step 2 of 2", "call-1"}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("replayed stream %q, want %q", got, want)
+		}
+
+		// Ids this session never issued, or not ids of this server: 400.
+		for _, id := range []string{"nonsense", "c.AAAAAAAAAAAAAAAAAAAAAA/1-0", strings.Replace(prime.id, "c.", "x.", 1)} {
+			if rep := other.serve(context.Background(), http.MethodGet, nil, get(tsB, id).Header); rep.Status != http.StatusBadRequest {
+				t.Errorf("Last-Event-ID %q: HTTP %d %s, want 400", id, rep.Status, rep.Body)
+			}
+		}
+	})
+}
