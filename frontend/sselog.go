@@ -138,8 +138,8 @@ func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) 
 	c.asked = map[string]bool{}
 	for _, ev := range events { // what the client was sent already: progress so far, input asked
 		var m struct {
-			ID     json.RawMessage     `json:"id"`
-			Method string              `json:"method"`
+			ID     json.RawMessage      `json:"id"`
+			Method string               `json:"method"`
 			Params proto.ProgressParams `json:"params"`
 		}
 		if json.Unmarshal(ev.Data, &m) != nil {
