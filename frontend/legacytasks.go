@@ -57,8 +57,18 @@ func (s *Server) callLegacyTool(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if len(p.Task) > 0 && string(p.Task) != "null" {
-		if p.Task[0] != '{' {
-			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: task must be an object")
+		var task struct {
+			TTL *float64 `json:"ttl"`
+		}
+		if p.Task[0] != '{' || decodeJSON(p.Task, &task) != nil {
+			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: task must be an object with an optional ttl (ms)")
+		}
+		if task.TTL != nil {
+			ms := int64(*task.TTL)
+			if *task.TTL != float64(ms) || ms <= 0 {
+				return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: task.ttl must be a positive integer (ms), not %v", *task.TTL)
+			}
+			c.requestedTTL = &ms
 		}
 		def, err := s.catalog.get(ctx, p.Name)
 		if err != nil {

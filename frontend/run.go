@@ -95,7 +95,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		caps, _ := encodeJSON(c.meta.ClientCapabilities)
 		p := taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
-			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
+			TTLMs: s.ttlFor(inv.def, c.requestedTTL), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
 		}
@@ -453,18 +453,23 @@ func (s *Server) unscheduled(ctx context.Context, rec *taskstate.Record) {
 		Error: proto.NewError(proto.CodeInternalError, "Internal error: the task could not be scheduled")})
 }
 
-// ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is unlimited.
-func (s *Server) ttlFor(def *taskstate.ToolDef) *int64 {
+// ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is
+// unlimited. A requested TTL (a 2025-11-25 task.ttl; nil: none) shortens it,
+// never lengthens it.
+func (s *Server) ttlFor(def *taskstate.ToolDef, requested *int64) *int64 {
 	ttl := s.cfg.DefaultTTL
 	switch {
 	case def.TTLMs == taskstate.UnlimitedTTL && s.cfg.AllowUnlimitedTTL:
-		return nil
+		return requested
 	case def.TTLMs == taskstate.UnlimitedTTL:
 		ttl = s.cfg.MaxTTL
 	case def.TTLMs > 0:
 		ttl = time.Duration(def.TTLMs) * time.Millisecond
 	}
 	ms := min(ttl, s.cfg.MaxTTL).Milliseconds()
+	if requested != nil && *requested < ms {
+		ms = *requested
+	}
 	return &ms
 }
 

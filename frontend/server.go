@@ -65,6 +65,9 @@ type call struct {
 	// legacyTask: a 2025-11-25 tools/call with a task parameter, answered
 	// with a task at once.
 	legacyTask bool
+	// requestedTTL is that parameter's ttl (ms; nil: none asked), honoured
+	// up to the tool's TTL (ttlFor).
+	requestedTTL *int64
 	// observer: the request only watches a task (2025-11-25 tasks/result);
 	// leaving or timing out does not cancel it.
 	observer bool
