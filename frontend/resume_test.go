@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
@@ -158,6 +159,101 @@ func TestLegacyResume(t *testing.T) {
 			if rep := other.serve(context.Background(), http.MethodGet, nil, get(tsB, id).Header); rep.Status != http.StatusBadRequest {
 				t.Errorf("Last-Event-ID %q: HTTP %d %s, want 400", id, rep.Status, rep.Body)
 			}
+		}
+	})
+}
+
+// TestLegacyGetStreams: a message goes on one GET stream of a session only
+// (the newest open one; when it closes, another takes over), the session's
+// tasks report their states there as notifications/tasks/status, and a
+// GET stream resumed with Last-Event-ID on another front end replays what
+// it sent after that id.
+func TestLegacyGetStreams(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		a, other := newEnv(t, b, nil), newEnv(t, b, nil)
+		a.enq.setHold(true)
+		l := &legacyClient{t: t}
+		l.initialize(a, `{"tasks":{}}`)
+		tsA, tsB := httptest.NewServer(a.h), httptest.NewServer(other.h)
+		defer tsA.Close()
+		defer tsB.Close()
+		get := func(ctx context.Context, ts *httptest.Server, lastID string) <-chan sseEvent {
+			r, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/mcp", nil)
+			r.Header.Set("Accept", "text/event-stream")
+			r.Header.Set("Mcp-Session-Id", l.session)
+			if lastID != "" {
+				r.Header.Set("Last-Event-ID", lastID)
+			}
+			return openSSE(t, ts, r)
+		}
+		next := func(events <-chan sseEvent) sseEvent { // the next message (not a priming event)
+			for ev := range events {
+				if ev.data != nil {
+					return ev
+				}
+			}
+			t.Fatal("stream ended")
+			return sseEvent{}
+		}
+		ctx, endStreams := context.WithCancel(context.Background())
+		defer endStreams() // before the servers close
+		older := get(ctx, tsA, "")
+		newestCtx, closeNewest := context.WithCancel(ctx)
+		newest := get(newestCtx, tsB, "")
+
+		if err := a.store.AnnounceListChanged(ctx, "tools"); err != nil {
+			t.Fatal(err)
+		}
+		if ev := next(newest); ev.data["method"] != proto.NotifyToolsListChanged || ev.id == "" {
+			t.Fatalf("newest stream got %+v, want tools list_changed with an id", ev)
+		}
+		// The session's task: its states on the GET stream.
+		rep := l.do(a, proto.MethodToolsCall, map[string]any{"name": toolTaskJob, "task": map[string]any{}})
+		taskID := str(rep.JSON, "result.task.taskId")
+		if taskID == "" {
+			t.Fatalf("task-augmented call: %s", rep.Body)
+		}
+		mustMatch(t, l.do(a, proto.MethodTasksCncl, map[string]any{"taskId": taskID}), 200, `{"result":{"status":"cancelled"}}`)
+		var lastSeen string
+		for status := ""; status != "cancelled"; {
+			ev := next(newest)
+			if ev.data["method"] != proto.NotifyTaskStatus || str(ev.data, "params.taskId") != taskID {
+				t.Fatalf("GET stream got %+v, want the task's status", ev.data)
+			}
+			status, lastSeen = str(ev.data, "params.status"), ev.id
+		}
+
+		// The newest closes: the older stream takes the next messages, and
+		// never got the ones above.
+		closeNewest()
+		for got := false; !got; {
+			if err := a.store.AnnounceListChanged(ctx, "prompts"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case ev := <-older:
+				if ev.data == nil {
+					continue
+				}
+				if ev.data["method"] != proto.NotifyPromptsListChanged {
+					t.Fatalf("older stream got %v first, want prompts list_changed (a message went to two streams)", ev.data)
+				}
+				got = true
+			case <-time.After(50 * time.Millisecond): // the closed stream's hold not yet released: announce again
+			}
+		}
+
+		// The closed stream, resumed on the other front end from before the
+		// task's status: that status again, and nothing of the older stream.
+		var first sseEvent
+		for ev := range get(ctx, tsA, strings.Replace(lastSeen, lastSeen[strings.Index(lastSeen, "/")+1:], "0-0", 1)) {
+			if ev.data != nil {
+				first = ev
+				break
+			}
+		}
+		if first.data["method"] != proto.NotifyToolsListChanged {
+			t.Fatalf("resumed stream replays %v first, want its tools list_changed", first.data)
 		}
 	})
 }

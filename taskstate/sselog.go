@@ -130,3 +130,78 @@ func entryParts(id string) (ms, seq uint64, ok bool) {
 	seq, err2 := strconv.ParseUint(b, 10, 64)
 	return ms, seq, err1 == nil && err2 == nil
 }
+
+// TakeGetStream makes stream the session's GET stream, the one its
+// messages go to (the newest opened takes over), for hold unless renewed.
+func (s *Store) TakeGetStream(ctx context.Context, owner, session, stream string, hold time.Duration) error {
+	return s.rdb.Set(ctx, s.keys.SessionGetStream(owner, session), stream, hold).Err()
+}
+
+// HoldsGetStream reports whether stream is the session's GET stream,
+// renewing it for hold; when no stream is (the holder closed or vanished),
+// stream takes over.
+func (s *Store) HoldsGetStream(ctx context.Context, owner, session, stream string, hold time.Duration) (bool, error) {
+	key := s.keys.SessionGetStream(owner, session)
+	cur, err := s.rdb.Get(ctx, key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return s.rdb.SetNX(ctx, key, stream, hold).Result()
+	case err != nil:
+		return false, err
+	case cur != stream:
+		return false, nil
+	}
+	// Renewed only if still ours: a newer stream may have taken over meanwhile.
+	err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		if v, err := tx.Get(ctx, key).Result(); err != nil || v != stream {
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.PExpire(ctx, key, hold).Err() })
+		return err
+	}, key)
+	if errors.Is(err, redis.TxFailedErr) || errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ReleaseGetStream gives up stream's hold on the session's messages, if
+// it still has it, so another open GET stream takes them at once.
+func (s *Store) ReleaseGetStream(ctx context.Context, owner, session, stream string) error {
+	key := s.keys.SessionGetStream(owner, session)
+	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		if v, err := tx.Get(ctx, key).Result(); err != nil || v != stream {
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Del(ctx, key).Err() })
+		return err
+	}, key)
+	if errors.Is(err, redis.Nil) || errors.Is(err, redis.TxFailedErr) {
+		return nil // not ours (any more)
+	}
+	return err
+}
+
+// MaxSessionTasks bounds the tasks a session's GET stream follows: the
+// newest task-augmented calls of the session.
+const MaxSessionTasks = 100
+
+// AddSessionTask records a task the session created and announces it to
+// the session's GET stream.
+func (s *Store) AddSessionTask(ctx context.Context, owner, session, taskID string, idle time.Duration) error {
+	key := s.keys.SessionTasks(owner, session)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, key, redis.Z{Score: float64(s.nowMs()), Member: taskID})
+		p.ZRemRangeByRank(ctx, key, 0, -MaxSessionTasks-1)
+		p.PExpire(ctx, key, idle)
+		p.Publish(ctx, s.keys.SessionTaskCreated(owner, session), taskID)
+		return nil
+	})
+	return err
+}
+
+// SessionTasks lists the tasks the session created, newest first (at most
+// MaxSessionTasks; some may have ended or expired).
+func (s *Store) SessionTasks(ctx context.Context, owner, session string) ([]string, error) {
+	return s.rdb.ZRevRange(ctx, s.keys.SessionTasks(owner, session), 0, -1).Result()
+}
