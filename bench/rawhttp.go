@@ -9,7 +9,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/mcpq/mcpq/taskstate"
 )
 
 // The load generator speaks HTTP/1.1 over its own keep-alive connections:
@@ -126,8 +129,9 @@ type idTemplate struct {
 	idLen   int
 }
 
-// placeholderID has the length of a taskstate id (22 characters).
-const placeholderID = "XXXXXXXXXXXXXXXXXXXXXX"
+// placeholderID has the length of the ids taskstate.NewID makes: fill
+// patches ids of that length in place.
+var placeholderID = strings.Repeat("X", len(taskstate.NewID()))
 
 func newIDTemplate(addr, method string) *idTemplate {
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":` + metaTasks +
@@ -147,6 +151,9 @@ func newIDTemplate(addr, method string) *idTemplate {
 
 // fill writes id into buf (a copy of the template) and returns it.
 func (t *idTemplate) fill(buf []byte, id string) []byte {
+	if len(id) != t.idLen {
+		panic(fmt.Sprintf("bench: task id %q is not %d characters long", id, t.idLen))
+	}
 	buf = append(buf[:0], t.req...)
 	for _, o := range t.offsets {
 		copy(buf[o:o+t.idLen], id)

@@ -3,6 +3,8 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/mcpq/mcpq/taskstate"
 )
 
 func TestMedian(t *testing.T) {
@@ -39,5 +41,16 @@ func TestCompareRoundsTakesMedianOfRatios(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.Note, "median of 3 rounds (ratios 0.60 0.90 1.00)") {
 		t.Fatalf("note %q", r.Note)
+	}
+}
+
+// TestIDTemplateFitsNewIDs: the tasks/get template patches a real task id
+// into both places (header and body), so the loads read records that exist.
+func TestIDTemplateFitsNewIDs(t *testing.T) {
+	tpl := newIDTemplate("127.0.0.1:1", "tasks/get")
+	id := taskstate.NewID()
+	req := string(tpl.fill(nil, id))
+	if strings.Count(req, id) != 2 || strings.Contains(req, "XXXX") {
+		t.Fatalf("template filled with %s:\n%s", id, req)
 	}
 }

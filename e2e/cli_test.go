@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
 )
 
 // cliProc is a running client command of mcpq (call, task, resume) with its
@@ -182,6 +184,74 @@ func TestCLIDashID(t *testing.T) {
 		if err == nil || !strings.Contains(strings.ToLower(stderr), "not found") || strings.Contains(stderr, "flag") {
 			t.Errorf("task %s -AAA...: %v, stderr %q; want the server's unknown-task error", verb, err, stderr)
 		}
+	}
+}
+
+// mcpq task ls lists the caller's tasks from the REST index, filtered by
+// --status and cut at --limit; mcpq tasks (its old name) is gone.
+func TestCLITaskList(t *testing.T) {
+	url := startDev(t)
+	ctx := within(t)
+	c := taskClient(url)
+	long := map[string]any{"frames": 600, "frameMs": 10000, "size": 16}
+	working := createTask(t, ctx, c, "render_gif", long).TaskID
+	cancelled := createTask(t, ctx, c, "render_gif", long).TaskID
+	if _, err := c.CancelTask(ctx, cancelled); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, ctx, c, cancelled, "cancelled", func(g *proto.GetTaskResult) bool { return g.Status == proto.StatusCancelled })
+	t.Cleanup(func() { _, _ = c.CancelTask(context.Background(), working) })
+
+	ls := func(args ...string) (string, string, error) {
+		p := startCLI(t, ctx, nil, append([]string{"task", "ls", "--server", url}, args...)...)
+		err := p.wait()
+		stdout, stderr := p.output()
+		return stdout, stderr, err
+	}
+	// rows maps each listed task id to its status.
+	rows := func(stdout string) map[string]string {
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n")[1:] {
+			if f := strings.Fields(line); len(f) >= 2 && !strings.HasPrefix(line, "(more") {
+				m[f[0]] = f[1]
+			}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		args []string
+		want map[string]string
+		more bool
+	}{
+		{nil, map[string]string{working: "working", cancelled: "cancelled"}, false},
+		{[]string{"--status", "cancelled"}, map[string]string{cancelled: "cancelled"}, false},
+		{[]string{"--status=working"}, map[string]string{working: "working"}, false},
+		{[]string{"--limit", "1"}, nil, true}, // one of the two, newest first
+	} {
+		stdout, stderr, err := ls(tc.args...)
+		if err != nil || !strings.HasPrefix(stdout, "TASK") {
+			t.Fatalf("task ls %q: %v\n%s%s", tc.args, err, stdout, stderr)
+		}
+		got := rows(stdout)
+		if tc.want != nil && !maps.Equal(got, tc.want) || tc.want == nil && len(got) != 1 {
+			t.Errorf("task ls %q listed %v, want %v\n%s", tc.args, got, tc.want, stdout)
+		}
+		if strings.Contains(stdout, "(more") != tc.more {
+			t.Errorf("task ls %q: more shown %v, want %v\n%s", tc.args, !tc.more, tc.more, stdout)
+		}
+	}
+	if _, stderr, err := ls("--limit", "0"); err == nil || !strings.Contains(stderr, "--limit") {
+		t.Errorf("task ls --limit 0: %v, stderr %q; want a refusal naming --limit", err, stderr)
+	}
+	p := startCLI(t, ctx, nil, "task", "get", working, "--server", url, "--status", "working")
+	if err := p.wait(); err == nil {
+		t.Error("task get accepted --status, a flag of task ls only")
+	}
+	p = startCLI(t, ctx, nil, "tasks", "ls")
+	err := p.wait()
+	_, stderr := p.output()
+	if err == nil || !strings.Contains(stderr, `unknown command "tasks"`) {
+		t.Errorf("mcpq tasks: %v, stderr %q; want an unknown command", err, stderr)
 	}
 }
 

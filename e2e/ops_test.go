@@ -27,15 +27,18 @@ import (
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
-// opsEnv is a front end and a worker on one miniredis, each with its own
-// metrics registry and /metrics, sharing an in-memory span recorder.
+// opsEnv is a front end (billing on: only priced tools touch an account)
+// and a worker on one miniredis, each with its own metrics registry and
+// /metrics, sharing an in-memory span recorder.
 type opsEnv struct {
 	c                *client.Client
 	feURL, workerURL string // base URLs
 	spans            *tracetest.InMemoryExporter
+	store            *taskstate.Store // the same Redis, for accounts
 }
 
 // Tools of the workload.
@@ -83,7 +86,7 @@ func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
 		t.Fatalf("worker.New: %v", err)
 	}
 	ws := httptest.NewServer(w.Handler())
-	e := &opsEnv{spans: spans, workerURL: ws.URL}
+	e := &opsEnv{spans: spans, workerURL: ws.URL, store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})}
 	// Before Run: the worker is alive but not ready.
 	if code := httpStatus(t, ws.URL+"/healthz"); code != http.StatusOK {
 		t.Fatalf("worker /healthz before Run: %d", code)
@@ -95,7 +98,7 @@ func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	fe, err := frontend.New(frontend.Config{Redis: b.Client, Prefix: b.Prefix, Logger: log.With("proc", "frontend"),
-		Metrics: prometheus.NewRegistry(), TracerProvider: tp})
+		Metrics: prometheus.NewRegistry(), TracerProvider: tp, Billing: true})
 	if err != nil {
 		cancel()
 		t.Fatalf("frontend.New: %v", err)
@@ -305,6 +308,137 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	}
 	if code := httpStatus(t, e.feURL+"/readyz"); code != http.StatusOK {
 		t.Errorf("front end /readyz: %d", code)
+	}
+}
+
+// opsPaid is the workload's priced tool: 100 units a call. It meters
+// "use" units, then fails ("fail"), waits for a cancel ("hold", after the
+// status message "holding"), asks for input ("ask") or completes.
+const opsPaid = "ops_paid"
+
+func paidTool() worker.Tool {
+	return worker.Tool{Name: opsPaid, Policy: worker.PolicyTask, Price: &worker.Price{Base: 100, PerArgument: map[string]int64{"frames": 1000}},
+		Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+			var in struct {
+				Use             int64
+				Fail, Hold, Ask bool
+			}
+			if err := c.Bind(&in); err != nil {
+				return nil, err
+			}
+			if err := c.Meter(ctx, in.Use); err != nil {
+				return nil, err
+			}
+			switch {
+			case in.Fail:
+				return nil, proto.NewError(proto.CodeInternalError, "broken on purpose")
+			case in.Hold:
+				if err := c.Progress(ctx, "holding"); err != nil {
+					return nil, err
+				}
+				return nil, c.Step(ctx, func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			case in.Ask:
+				return askOnce(ctx, c)
+			}
+			return worker.TextResult("paid"), nil
+		}}
+}
+
+// TestBillingMetricsAfterWorkload runs a priced tool's workload and checks
+// the billing counters of both /metrics pages against it exactly: the
+// front end counts reservations, refusals and the settlement of the task
+// its tasks/cancel ended; the worker the settlements of the tasks its runs
+// ended.
+func TestBillingMetricsAfterWorkload(t *testing.T) {
+	t.Parallel()
+	e, ctx := newOpsEnv(t, paidTool()), within(t)
+	gets := 0
+	// Nothing credited yet: refused, nothing reserved.
+	res, err := e.c.CallTool(ctx, opsPaid, map[string]any{})
+	if err != nil || res.Result == nil || !res.Result.IsError || res.Result.Meta[proto.MetaFunds] == nil {
+		t.Fatalf("an uncovered call answered %+v, %v", res, err)
+	}
+	if _, err := e.store.Credit(ctx, frontend.AnonymousPrincipal, 500); err != nil {
+		t.Fatal(err)
+	}
+	// 100 reserved each: completed charges 30 and releases 70; completed
+	// with 250 used charges 100 (capped); failed releases 100; cancelled
+	// while running charges 20 and releases 80.
+	e.getUntil(t, ctx, createTask(t, ctx, e.c, opsPaid, map[string]any{"use": 30}).TaskID, proto.StatusCompleted, &gets)
+	e.getUntil(t, ctx, createTask(t, ctx, e.c, opsPaid, map[string]any{"use": 250}).TaskID, proto.StatusCompleted, &gets)
+	e.getUntil(t, ctx, createTask(t, ctx, e.c, opsPaid, map[string]any{"use": 40, "fail": true}).TaskID, proto.StatusFailed, &gets)
+	hold := createTask(t, ctx, e.c, opsPaid, map[string]any{"use": 20, "hold": true}).TaskID
+	for g := e.getUntil(t, ctx, hold, proto.StatusWorking, &gets); g.StatusMessage != "holding"; {
+		g = e.getUntil(t, ctx, hold, proto.StatusWorking, &gets)
+	}
+	if _, err := e.c.CancelTask(ctx, hold); err != nil {
+		t.Fatalf("tasks/cancel: %v", err)
+	}
+	e.getUntil(t, ctx, hold, proto.StatusCancelled, &gets)
+	// Parked for input after 5 units: tasks/cancel ends it on the front
+	// end, which settles: 5 charged, 95 released.
+	ask := createTask(t, ctx, e.c, opsPaid, map[string]any{"use": 5, "ask": true}).TaskID
+	e.getUntil(t, ctx, ask, proto.StatusInputRequired, &gets)
+	if _, err := e.c.CancelTask(ctx, ask); err != nil {
+		t.Fatalf("tasks/cancel: %v", err)
+	}
+	e.getUntil(t, ctx, ask, proto.StatusCancelled, &gets)
+	// 1,100 units with 345 available: refused.
+	res, err = e.c.CallTool(ctx, opsPaid, map[string]any{"frames": 1})
+	if err != nil || res.Result == nil || !res.Result.IsError || res.Result.Meta[proto.MetaFunds] == nil {
+		t.Fatalf("an uncovered call answered %+v, %v", res, err)
+	}
+
+	// A task's terminal state is visible before its run has counted it:
+	// scrape until the worker counted its four settlements' 400 units.
+	var ws map[string]float64
+	for {
+		ws = samples(scrape(t, e.workerURL))
+		if ws[`mcpq_billing_charged_units_total{tool="ops_paid"}`]+ws[`mcpq_billing_released_units_total{tool="ops_paid"}`] >= 400 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("worker never counted 4 settlements: %v", ws)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	fs := samples(scrape(t, e.feURL))
+	for _, c := range []struct {
+		page map[string]float64
+		key  string
+		want float64
+	}{
+		{fs, `mcpq_billing_refused_total{tool="ops_paid"}`, 2},
+		{fs, `mcpq_billing_reserved_units_total{tool="ops_paid"}`, 500},
+		{fs, `mcpq_billing_charged_units_total{tool="ops_paid"}`, 5},
+		{fs, `mcpq_billing_released_units_total{tool="ops_paid"}`, 95},
+		{fs, `mcpq_tasks_created_total{tool="ops_paid"}`, 5},
+		{ws, `mcpq_billing_charged_units_total{tool="ops_paid"}`, 30 + 100 + 0 + 20},
+		{ws, `mcpq_billing_released_units_total{tool="ops_paid"}`, 70 + 0 + 100 + 80},
+		{ws, `mcpq_billing_capped_total{tool="ops_paid"}`, 1},
+		{ws, `mcpq_tasks_ended_total{status="cancelled",tool="ops_paid"}`, 1},
+	} {
+		if got, ok := c.page[c.key]; !ok || got != c.want {
+			t.Errorf("%s = %v (present %v), want %v", c.key, got, ok, c.want)
+		}
+	}
+	// Each figure is counted once, by the process that learns it.
+	if _, ok := fs[`mcpq_billing_capped_total{tool="ops_paid"}`]; ok {
+		t.Error("the front end counted a capped settlement (none of its settlements was)")
+	}
+	for _, key := range []string{`mcpq_billing_refused_total{tool="ops_paid"}`, `mcpq_billing_reserved_units_total{tool="ops_paid"}`} {
+		if _, ok := ws[key]; ok {
+			t.Errorf("the worker counted %s", key)
+		}
+	}
+	// The counters add up to the account: charged 155, 345 left.
+	a, err := e.store.Account(ctx, frontend.AnonymousPrincipal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Charged != 155 || a.Balance != 345 || a.Reserved != 0 {
+		t.Errorf("account %+v, want charged 155, balance 345, nothing reserved", a)
 	}
 }
 

@@ -64,9 +64,11 @@ func TestTypeScriptSDKv1(t *testing.T) {
 	defer lb.Close()
 
 	cmd := exec.CommandContext(within(t), node, filepath.Join("testdata", "tssdk_v1.cjs"), nodeModules, lb.URL+"/mcp")
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil || !strings.HasPrefix(string(out), "ok") {
-		t.Fatalf("TypeScript SDK v1 client: %v\n%s", err, out)
+		t.Fatalf("TypeScript SDK v1 client: %v\n%s\nsteps:\n%s", err, out, stderr.String())
 	}
 	t.Logf("%s", strings.TrimSpace(string(out)))
 	for i := range served {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -100,14 +99,9 @@ func (s *Server) getMyLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > taskstate.MaxLedgerPage {
-			writeREST(w, http.StatusBadRequest, restError{Error: fmt.Sprintf("limit must be a number from 1 to %d", taskstate.MaxLedgerPage)})
-			return
-		}
-		limit = n
+	limit, ok := queryLimit(w, q, 100, taskstate.MaxLedgerPage)
+	if !ok {
+		return
 	}
 	entries, next, err := s.store.Ledger(r.Context(), principal, q.Get("cursor"), limit)
 	if errors.Is(err, taskstate.ErrBadCursor) {

@@ -106,6 +106,11 @@ func TestBillingCalls(t *testing.T) {
 			page.Entries[0].ID != view.Receipt.Entries[1] || page.NextCursor != "" {
 			t.Fatalf("ledger page 2: %+v", page)
 		}
+		for _, q := range []string{"/v1/ledger?limit=0", "/v1/ledger?limit=x", "/v1/ledger?limit=501", "/v1/tasks?limit=0", "/v1/tasks?limit=501"} {
+			if code := e.restGet(q, &page); code != http.StatusBadRequest {
+				t.Errorf("GET %s: HTTP %d, want 400", q, code)
+			}
+		}
 		if code := e.restGet("/v1/ledger?cursor=nope", &page); code != http.StatusBadRequest {
 			t.Fatalf("bad cursor: HTTP %d", code)
 		}

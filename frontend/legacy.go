@@ -216,21 +216,33 @@ func legacyStatus(err error, status int) int {
 	return status
 }
 
-// serveDelete ends a legacy session (DELETE /mcp with Mcp-Session-Id):
-// 204, or 404 when the caller has no such session. Without the header, or
-// when the server serves no legacy era, it is the modern transport's 405.
-func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get(headerSessionID)
+// admitSession opens GET and DELETE /mcp: the caller's principal and the
+// Mcp-Session-Id they name, or false once answered: the modern
+// transport's 405 without a session header (or with the legacy era off),
+// the admission error otherwise.
+func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) (principal, id string, ok bool) {
+	id = r.Header.Get(headerSessionID)
 	if !s.legacyOn() || id == "" {
 		methodNotAllowed(w, r)
-		return
+		return "", "", false
 	}
 	principal, err := s.admit(w, r)
 	if err != nil {
 		s.writeError(w, nullID, err)
+		return "", "", false
+	}
+	return principal, id, true
+}
+
+// serveDelete ends a legacy session (DELETE /mcp with Mcp-Session-Id):
+// 204, or 404 when the caller has no such session. Without the header, or
+// when the server serves no legacy era, it is the modern transport's 405.
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
+	principal, id, ok := s.admitSession(w, r)
+	if !ok {
 		return
 	}
-	err = s.store.DeleteSession(r.Context(), taskstate.OwnerTag(principal), id)
+	err := s.store.DeleteSession(r.Context(), taskstate.OwnerTag(principal), id)
 	if errors.Is(err, taskstate.ErrNoSession) {
 		s.writeError(w, nullID, errNoSession())
 		return

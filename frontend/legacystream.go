@@ -47,14 +47,8 @@ func (s *Server) subscribe(ctx context.Context, c *call, on bool) (any, error) {
 // Without a session (or with the legacy era off) GET is the modern
 // transport's 405.
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get(headerSessionID)
-	if !s.legacyOn() || id == "" {
-		methodNotAllowed(w, r)
-		return
-	}
-	principal, err := s.admit(w, r)
-	if err != nil {
-		s.writeError(w, nullID, err)
+	principal, id, ok := s.admitSession(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpq/mcpq/internal/billmetrics"
 )
 
 // What an operator sees of a front end: Prometheus metrics on /metrics and
@@ -37,13 +39,18 @@ type metrics struct {
 	requests *prometheus.CounterVec   // method, outcome
 	latency  *prometheus.HistogramVec // method
 	created  *prometheus.CounterVec   // tool
+	// billing counts reservations and refusals at create, and the
+	// settlements this front end's store runs (tasks/cancel of a task no
+	// worker holds, a task that could not be scheduled).
+	billing *billmetrics.Counters
 	// byMethod holds each served method's latency observer, resolved once.
 	byMethod map[string]prometheus.Observer
 }
 
-func newMetrics(reg *prometheus.Registry, methods map[string]method) *metrics {
+func newMetrics(reg *prometheus.Registry, methods map[string]method, billing *billmetrics.Counters) *metrics {
 	m := &metrics{
-		reg: reg,
+		reg:     reg,
+		billing: billing,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpq_frontend_requests_total",
 			Help: "JSON-RPC requests on /mcp by method and outcome (ok, error, rejected, unavailable).",

@@ -3,7 +3,9 @@ package frontend
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/gorilla/mux"
@@ -63,13 +65,9 @@ func (s *Server) listMyTasks(w http.ResponseWriter, r *http.Request) {
 		writeREST(w, http.StatusBadRequest, restError{Error: "status must be working, input_required, completed, failed or cancelled"})
 		return
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			writeREST(w, http.StatusBadRequest, restError{Error: "limit must be a number from 1 to 500"})
-			return
-		}
-		o.Limit = n
+	var ok bool
+	if o.Limit, ok = queryLimit(w, q, 0, 500); !ok {
+		return
 	}
 	res, err := s.store.ListTasks(r.Context(), principal, o)
 	if errors.Is(err, taskstate.ErrBadCursor) {
@@ -85,6 +83,22 @@ func (s *Server) listMyTasks(w http.ResponseWriter, r *http.Request) {
 		out.Tasks[i] = rec.Task()
 	}
 	writeREST(w, http.StatusOK, out)
+}
+
+// queryLimit reads the limit query parameter of a listing (def when
+// absent); anything but a number from 1 to most is answered 400 here, and
+// ok is false then.
+func queryLimit(w http.ResponseWriter, q url.Values, def, most int) (n int, ok bool) {
+	v := q.Get("limit")
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		writeREST(w, http.StatusBadRequest, restError{Error: fmt.Sprintf("limit must be a number from 1 to %d", most)})
+		return 0, false
+	}
+	return n, true
 }
 
 // restTask is the body of GET /v1/tasks/{id}.

@@ -112,12 +112,16 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 				s.dropArguments(ctx, p.ArgumentsRef, err)
 			}
 			if fe := (*taskstate.FundsError)(nil); errors.As(err, &fe) {
+				s.metrics.billing.Refused(inv.def.Key())
 				return fundsResult(inv.name, fe), nil
 			}
 			return nil, err
 		}
 		if rec.Ref == ref {
 			s.metrics.created.WithLabelValues(inv.def.Key()).Inc()
+			if p.Reserve != nil {
+				s.metrics.billing.Reserved(inv.def.Key(), *p.Reserve)
+			}
 		} else { // an idempotency key's retry: the first call's task
 			if p.ArgumentsRef != "" { // stored for a task that was not made
 				if derr := s.cfg.Blobs.Delete(context.WithoutCancel(ctx), p.ArgumentsRef); derr != nil {

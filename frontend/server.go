@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpq/mcpq/internal/billmetrics"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -94,8 +95,9 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	billing := billmetrics.New(cfg.Metrics)
 	store := taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
-		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout})
+		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout, Settled: billing.Settled})
 	key := cfg.StateKey
 	if len(key) == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -137,7 +139,7 @@ func New(cfg Config) (*Server, error) {
 		proto.MethodResourcesRead:      s.readResource,
 		proto.MethodComplete:           s.complete,
 	}
-	s.metrics = newMetrics(cfg.Metrics, s.methods)
+	s.metrics = newMetrics(cfg.Metrics, s.methods, billing)
 	if cfg.TracerProvider != nil {
 		s.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/frontend")
 	}

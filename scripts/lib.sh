@@ -7,40 +7,29 @@ CACHE="$ROOT/.cache"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-# need_redis_server: install Debian's redis-server when it is not on PATH.
-need_redis_server() {
-  if command -v redis-server >/dev/null 2>&1; then return; fi
-  log "installing redis-server from Debian"
-  local sudo=""
+# need_deb CMD PACKAGE [APT-OPTION ...]: install Debian's PACKAGE when CMD
+# is not on PATH, and fail when it is still missing after.
+need_deb() {
+  local cmd=$1 pkg=$2 sudo=""
+  shift 2
+  if command -v "$cmd" >/dev/null 2>&1; then return; fi
+  log "installing $pkg from Debian"
   [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >/dev/null
-  command -v redis-server >/dev/null 2>&1 || { log "redis-server still missing after install"; exit 1; }
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" "$pkg" >/dev/null
+  command -v "$cmd" >/dev/null 2>&1 || { log "$pkg still missing after install"; exit 1; }
 }
+
+# need_redis_server: Debian's redis-server.
+need_redis_server() { need_deb redis-server redis-server --no-install-recommends; }
 
 # need_python3: install Debian's python3 when it is not on PATH (the
 # command-tool examples in examples/commands are Python, standard library only).
-need_python3() {
-  if command -v python3 >/dev/null 2>&1; then return; fi
-  log "installing python3 from Debian"
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 >/dev/null
-  command -v python3 >/dev/null 2>&1 || { log "python3 still missing after install"; exit 1; }
-}
+need_python3() { need_deb python3 python3 --no-install-recommends; }
 
 # need_chromium: install Debian's chromium (the dashboard's browser test,
 # e2e/dashboard_test.go, drives it headless) when it is missing.
-need_chromium() {
-  if command -v chromium >/dev/null 2>&1; then return; fi
-  log "installing chromium from Debian"
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
-  command -v chromium >/dev/null 2>&1 || { log "chromium still missing after install"; exit 1; }
-}
+need_chromium() { need_deb chromium chromium; }
 
 # free_port: print a TCP port nothing listens on at 127.0.0.1. It picks
 # below the kernel's ephemeral range, where client connections take ports.

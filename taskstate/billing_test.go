@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,24 @@ import (
 )
 
 func amount(n int64) *int64 { return &n }
+
+// settlements collects what a store's Options.Settled is told.
+type settlements struct {
+	mu   sync.Mutex
+	list []taskstate.Settlement
+}
+
+func (s *settlements) add(st taskstate.Settlement) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.list = append(s.list, st)
+}
+
+func (s *settlements) all() []taskstate.Settlement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.list)
+}
 
 // credit adds n to who's account.
 func (e *env) credit(t *testing.T, who string, n int64) {
@@ -181,7 +201,8 @@ func TestBillingSettles(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				e := newEnv(t, b)
+				var told settlements
+				e := newEnvOpts(t, b, taskstate.Options{Settled: told.add})
 				who := t.Name() // each case its own account
 				e.credit(t, who, 1000)
 				ref := e.create(t, taskstate.CreateParams{Principal: who, Reserve: amount(100), TTLMs: ttl(3600_000)})
@@ -214,6 +235,10 @@ func TestBillingSettles(t *testing.T) {
 					rc.Capped != (c.usage > 100) || len(rc.Entries) != 2 || rc.Entries[1] != s.ID {
 					t.Fatalf("receipt %+v, settlement %+v", rc, s)
 				}
+				// The store told of the one settlement, as the receipt has it.
+				if got := told.all(); len(got) != 1 || got[0].Tool != "echo" || !reflect.DeepEqual(got[0].Receipt, rc) {
+					t.Fatalf("Options.Settled told %+v, want one of echo with %+v", got, rc)
+				}
 				if r.Status == proto.StatusCompleted {
 					var res struct {
 						Meta map[string]taskstate.Receipt `json:"_meta"`
@@ -226,7 +251,8 @@ func TestBillingSettles(t *testing.T) {
 		}
 		t.Run("expiry charges the work done, also when Redis dropped the record first", func(t *testing.T) {
 			for _, dropped := range []bool{false, true} {
-				e := newEnv(t, b)
+				var told settlements
+				e := newEnvOpts(t, b, taskstate.Options{Settled: told.add})
 				who := fmt.Sprint(t.Name(), dropped)
 				e.credit(t, who, 500)
 				ref := e.create(t, taskstate.CreateParams{Principal: who, Reserve: amount(200), TTLMs: ttl(1000)})
@@ -247,10 +273,15 @@ func TestBillingSettles(t *testing.T) {
 				if s.Outcome != "expired" || s.Charged != 70 || s.Released != 130 {
 					t.Fatalf("dropped %v: settlement %+v", dropped, s)
 				}
+				if got := told.all(); len(got) != 1 || got[0].Receipt.Charged != 70 || got[0].Receipt.Released != 130 ||
+					got[0].Receipt.Entries[1] != s.ID {
+					t.Fatalf("dropped %v: Options.Settled told %+v", dropped, got)
+				}
 			}
 		})
 		t.Run("free tools and billing off touch no account", func(t *testing.T) {
-			e := newEnv(t, b)
+			var told settlements
+			e := newEnvOpts(t, b, taskstate.Options{Settled: told.add})
 			ref := e.create(t, taskstate.CreateParams{Principal: t.Name()})
 			a := e.claim(t, ref)
 			if _, reserved, err := e.s.Meter(ctx(t), ref, a, 5); err != nil || reserved != -1 {
@@ -261,6 +292,9 @@ func TestBillingSettles(t *testing.T) {
 			}
 			if r := e.get(t, ref); r.Receipt != nil {
 				t.Fatalf("receipt of a free task: %s", r.Receipt)
+			}
+			if got := told.all(); len(got) != 0 {
+				t.Fatalf("Options.Settled told of a free task: %+v", got)
 			}
 			for _, k := range []string{e.s.Keys().Account(ref.Owner), e.s.Keys().Ledger(ref.Owner), e.s.Keys().Holds(ref.Owner)} {
 				if n, _ := b.Client.Exists(ctx(t), k).Result(); n != 0 {

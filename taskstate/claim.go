@@ -69,6 +69,9 @@ func (s *Store) Claim(ctx context.Context, ref Ref, seq int64, share Share) (*Cl
 		return nil, e
 	}
 	if code != codeOK {
+		if code == codeCancelled {
+			s.settledAt(res, 1)
+		}
 		return nil, codeErr(code)
 	}
 	if len(res) < 2 || len(res)%2 != 0 {

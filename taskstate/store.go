@@ -34,6 +34,12 @@ type Options struct {
 	WaitReplicas int
 	// WaitTimeout bounds that wait (default DefaultWaitTimeout, 1s).
 	WaitTimeout time.Duration
+	// Settled, when set, is called with each reservation a terminal
+	// transition run through this store settled (finish, cancel, claim,
+	// takeover, reap;
+	// settled.go), after the script returned, on the caller's goroutine.
+	// It must be fast: metrics counters. Default nil.
+	Settled func(Settlement)
 }
 
 // Defaults of Options.LostAfter and Options.CancelGrace, and of the cap
@@ -56,6 +62,8 @@ type Store struct {
 	// waitReplicas and waitTimeout are Options.WaitReplicas and WaitTimeout.
 	waitReplicas int
 	waitTimeout  time.Duration
+	// settled is Options.Settled.
+	settled func(Settlement)
 	// owners remembers owners already in Keys.Owners, to add each once.
 	owners sync.Map
 }
@@ -82,7 +90,8 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	}
 	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
-		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout}
+		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout,
+		settled: opts.Settled}
 }
 
 // Keys returns the key builder the store uses.
@@ -116,7 +125,7 @@ func (s *Store) LostAfter() time.Duration { return s.lost }
 
 // runKeys is runCode for scripts with more keys (all in the owner's slot).
 func (s *Store) runKeys(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {
-	code, err := sc.Run(ctx, s.rdb, keys, args...).Int64()
+	code, err := s.scriptCode(sc.Run(ctx, s.rdb, keys, args...))
 	if err != nil {
 		return err
 	}

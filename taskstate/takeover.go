@@ -80,8 +80,10 @@ func (s *Store) TakeOver(ctx context.Context, maxLost int, takeLost bool) ([]Tak
 					out = append(out, tb)
 				case codeCancelled:
 					stats.Cancelled++
+					s.settledAt(res, 1)
 				case codeLimit:
 					stats.Failed++
+					s.settledAt(res, 3)
 				case codeIllegal:
 					if !takeLost {
 						offset++ // may still be due: not ours to take now

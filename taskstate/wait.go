@@ -116,7 +116,7 @@ func (s *Store) runWaited(ctx context.Context, sc *redis.Script, keys []string, 
 // shortfall wins over it.
 func (s *Store) runKeysWaited(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {
 	reply, replicaErr := s.runWaited(ctx, sc, keys, args...)
-	code, err := reply.Int64()
+	code, err := s.scriptCode(reply)
 	if err != nil {
 		return err
 	}

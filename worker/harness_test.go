@@ -87,7 +87,9 @@ func (h *harness) tool(name string, fn worker.Handler) worker.Tool {
 
 // config is the worker configuration tests start from.
 func (h *harness) config() worker.Config {
-	return worker.Config{Redis: h.b.Client, Prefix: h.b.Prefix, TaskCheckInterval: 10 * time.Millisecond,
+	// ShutdownTimeout well inside bound: a test's handler still running at
+	// its end gets that long, and Run returns in time for the cleanup.
+	return worker.Config{Redis: h.b.Client, Prefix: h.b.Prefix, TaskCheckInterval: 10 * time.Millisecond, ShutdownTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 }
 
@@ -119,6 +121,11 @@ func (h *harness) start(t *testing.T, cfg worker.Config, tools ...worker.Tool) {
 			}
 		case <-time.After(bound):
 			t.Errorf("Run did not return %v after its context was cancelled", bound)
+			// Still wait: the Redis client closes after this cleanup, and
+			// asynq v0.26.0's subscriber dereferences a nil message when
+			// its client closes under a running server (subscriber.go:83),
+			// which would kill every test of the package.
+			<-done
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpq/mcpq/internal/billmetrics"
 	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -217,8 +218,9 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	}
 	cfg.Blobs.setDefaults(cfg.MaxTTL)
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
-		jobs:  map[string]map[int64]func(){},
-		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter})}
+		jobs: map[string]map[int64]func(){},
+		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
+			Settled: billmetrics.New(cfg.Metrics).Settled})} // billing totals of the settlements its scripts return
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -66,64 +66,53 @@ func runKeys(ctx context.Context, args []string) error {
 	return nil
 }
 
-// runTasks prints the caller's own tasks from a front end's REST API
-// (MCPQ_URL, MCPQ_API_KEY): mcpq tasks ls [--status S] [--limit N] | get ID.
-func runTasks(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return errors.New("usage: mcpq tasks ls [--status S] [--limit N] | get ID")
+// listTasks is mcpq task ls [--status S] [--limit N]: the caller's own
+// tasks, newest first, from the front end's REST index (GET /v1/tasks;
+// there is no tasks/list on the wire), with the client commands' --server
+// and --key.
+func listTasks(ctx context.Context, o *clientOpts) error {
+	if len(o.args) != 1 {
+		return errors.New("usage: mcpq task ls [--status S] [--limit N]")
 	}
-	base := strings.TrimSuffix(strings.TrimSuffix(env("MCPQ_URL", "http://127.0.0.1:8080"), "/mcp"), "/")
-	switch args[0] {
-	case "ls":
-		fs := flag.NewFlagSet("tasks ls", flag.ExitOnError)
-		status := fs.String("status", "", "only tasks in this status")
-		limit := fs.Int("limit", 50, "tasks to show (1-500)")
-		_ = fs.Parse(args[1:])
-		q := url.Values{"limit": {fmt.Sprint(*limit)}}
-		if *status != "" {
-			q.Set("status", *status)
+	q := url.Values{"limit": {"50"}}
+	if o.limit != "" {
+		n, err := strconv.Atoi(o.limit)
+		if err != nil || n < 1 || n > 500 {
+			return fmt.Errorf("--limit %q: want a number from 1 to 500", o.limit)
 		}
-		var page struct {
-			Tasks      []proto.Task `json:"tasks"`
-			NextCursor string       `json:"nextCursor"`
-		}
-		if err := restGet(ctx, base+"/v1/tasks?"+q.Encode(), &page); err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tSTATUS\tCREATED\tMESSAGE")
-		for _, t := range page.Tasks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.TaskID, t.Status, t.CreatedAt, t.StatusMessage)
-		}
-		if page.NextCursor != "" {
-			fmt.Fprintf(tw, "(more: raise --limit)\t\t\t\n")
-		}
-		return tw.Flush()
-	case "get":
-		if len(args) != 2 {
-			return errors.New("usage: mcpq tasks get ID")
-		}
-		var t json.RawMessage
-		if err := restGet(ctx, base+"/v1/tasks/"+url.PathEscape(args[1]), &t); err != nil {
-			return err
-		}
-		var pretty map[string]any
-		_ = json.Unmarshal(t, &pretty)
-		b, _ := json.MarshalIndent(pretty, "", "  ")
-		fmt.Println(string(b))
-	default:
-		return fmt.Errorf("unknown tasks command %q (ls, get)", args[0])
+		q.Set("limit", o.limit)
 	}
-	return nil
+	if o.status != "" {
+		q.Set("status", o.status)
+	}
+	var page struct {
+		Tasks      []proto.Task `json:"tasks"`
+		NextCursor string       `json:"nextCursor"`
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(o.server, "/mcp"), "/")
+	if err := restGet(ctx, base+"/v1/tasks?"+q.Encode(), o.key, &page); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATUS\tCREATED\tMESSAGE")
+	for _, t := range page.Tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.TaskID, t.Status, t.CreatedAt, t.StatusMessage)
+	}
+	if page.NextCursor != "" {
+		fmt.Fprintf(tw, "(more: raise --limit)\t\t\t\n")
+	}
+	return tw.Flush()
 }
 
-func restGet(ctx context.Context, u string, out any) error {
+// restGet GETs u from a front end's REST API with key as the bearer token
+// and decodes the JSON answer into out.
+func restGet(ctx context.Context, u, key string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
-	if k := os.Getenv("MCPQ_API_KEY"); k != "" {
-		req.Header.Set("Authorization", "Bearer "+k)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 const clientUsage = `Client commands (MCPQ_URL, MCPQ_API_KEY, MCPQ_JOURNAL):
   mcpq call TOOL [key=value ...] [--json ARGS] [--detach] [--out DIR]
+  mcpq task ls [--status S] [--limit N]
   mcpq task get|watch|cancel ID
   mcpq task answer ID [key=JSON ...]
   mcpq resume
@@ -38,6 +39,7 @@ read as a flag.
 type clientOpts struct {
 	server, key, journal, out, json string
 	detach                          bool
+	status, limit                   string   // of task ls
 	args                            []string // positional arguments
 }
 
@@ -51,7 +53,8 @@ func parseClientArgs(args []string) (*clientOpts, error) {
 		journal: os.Getenv("MCPQ_JOURNAL"),
 		out:     ".",
 	}
-	values := map[string]*string{"server": &o.server, "key": &o.key, "journal": &o.journal, "out": &o.out, "json": &o.json}
+	values := map[string]*string{"server": &o.server, "key": &o.key, "journal": &o.journal, "out": &o.out, "json": &o.json,
+		"status": &o.status, "limit": &o.limit}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -100,6 +103,14 @@ func parseClientArgs(args []string) (*clientOpts, error) {
 	return o, nil
 }
 
+// notListing refuses the flags of mcpq task ls on the other commands.
+func (o *clientOpts) notListing() error {
+	if o.status != "" || o.limit != "" {
+		return errors.New("--status and --limit are flags of mcpq task ls only")
+	}
+	return nil
+}
+
 // flagHelp asks for the usage text.
 type flagHelp struct{}
 
@@ -126,6 +137,9 @@ func (o *clientOpts) newClient(t *term) *client.Client {
 func runCall(ctx context.Context, args []string) error {
 	o, err := parseClientArgs(args)
 	if err != nil {
+		return err
+	}
+	if err := o.notListing(); err != nil {
 		return err
 	}
 	if len(o.args) == 0 {
@@ -310,8 +324,14 @@ func runTask(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(o.args) > 0 && o.args[0] == "ls" {
+		return listTasks(ctx, o)
+	}
+	if err := o.notListing(); err != nil {
+		return err
+	}
 	if len(o.args) < 2 {
-		return errors.New("usage: mcpq task get|watch|cancel ID | answer ID [key=JSON ...]\n\n" + clientUsage)
+		return errors.New("usage: mcpq task ls [--status S] [--limit N] | get|watch|cancel ID | answer ID [key=JSON ...]\n\n" + clientUsage)
 	}
 	t := newTerm()
 	c := o.newClient(t)
@@ -340,7 +360,7 @@ func runTask(ctx context.Context, args []string) error {
 	case "answer":
 		return answer(ctx, t, c, h, o.args[2:])
 	}
-	return fmt.Errorf("unknown task command %q (get, watch, cancel, answer)", verb)
+	return fmt.Errorf("unknown task command %q (ls, get, watch, cancel, answer)", verb)
 }
 
 // attach is a handle on id with the answers the journal holds for it.
@@ -409,6 +429,9 @@ func answer(ctx context.Context, t *term, c *client.Client, h *client.Handle, pa
 func runResume(ctx context.Context, args []string) error {
 	o, err := parseClientArgs(args)
 	if err != nil {
+		return err
+	}
+	if err := o.notListing(); err != nil {
 		return err
 	}
 	if len(o.args) != 0 {

@@ -31,6 +31,10 @@ func TestParseClientArgs(t *testing.T) {
 			t.Errorf("%q: args %q server %q key %q detach %v", tc.args, o.args, o.server, o.key, o.detach)
 		}
 	}
+	o, err := parseClientArgs([]string{"ls", "--status", "working", "--limit=5"})
+	if err != nil || !reflect.DeepEqual(o.args, []string{"ls"}) || o.status != "working" || o.limit != "5" || o.notListing() == nil {
+		t.Errorf("task ls flags: %+v %v", o, err)
+	}
 	if _, err := parseClientArgs([]string{"--server"}); err == nil {
 		t.Error("--server without a value accepted")
 	}

@@ -22,11 +22,11 @@ Usage:
   mcpq worker    [--fixtures conformance] [--tools FILE] [--concurrency 10]  a worker running tools (REDIS_URL)
                  [--queues gpu=2,cpu=8] [--tool-queues render_gif=gpu,*=cpu]
   mcpq keys      create PRINCIPAL | list | revoke ID                  managed API keys (REDIS_URL)
-  mcpq tasks     ls [--status S] [--limit N] | get ID                 your tasks (MCPQ_URL, MCPQ_API_KEY)
   mcpq accounts  credit PRINCIPAL AMOUNT | show PRINCIPAL | ledger PRINCIPAL [--limit N] [--cursor C]
                                                                      billing accounts (REDIS_URL; docs/billing.md)
   mcpq call      TOOL [key=value ...] [--json ARGS] [--detach]        call a tool, follow its task, print the result
-  mcpq task      get|watch|cancel ID | answer ID [key=JSON ...]       one task (MCPQ_URL, MCPQ_API_KEY)
+  mcpq task      ls [--status S] [--limit N]                          your tasks (MCPQ_URL, MCPQ_API_KEY)
+                 get|watch|cancel ID | answer ID [key=JSON ...]       one task
   mcpq resume                                                         re-attach to every journaled task
   mcpq conformance-client URL                                         the client the MCP conformance suite drives
 
@@ -74,8 +74,6 @@ func main() {
 		err = runWorker(ctx, log, args)
 	case "keys":
 		err = runKeys(ctx, args)
-	case "tasks":
-		err = runTasks(ctx, args)
 	case "accounts":
 		err = runAccounts(ctx, args)
 	case "-h", "--help", "help":

@@ -9,6 +9,12 @@ const { Client } = sdk('client/index.js');
 const { StreamableHTTPClientTransport } = sdk('client/streamableHttp.js');
 const { ElicitRequestSchema, CallToolResultSchema } = sdk('types.js');
 
+// step marks progress on stderr, so a run the test has to kill shows
+// where it stopped.
+function step(n, what) {
+  process.stderr.write(`step ${n}: ${what}\n`);
+}
+
 function must(cond, what) {
   if (!cond) throw new Error(what);
 }
@@ -23,10 +29,12 @@ async function main() {
     return { action: 'accept', content: { confirm: true } };
   });
   const transport = new StreamableHTTPClientTransport(new URL(url));
+  step(1, 'await client.connect(transport);');
   await client.connect(transport);
   must(transport.sessionId, 'no Mcp-Session-Id after initialize');
   must(client.getServerCapabilities().tasks?.requests?.tools?.call, 'no tasks.requests.tools.call capability');
 
+  step(2, 'const { tools } = await client.listTools');
   const { tools } = await client.listTools();
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
   must(byName.confirm_delete?.execution?.taskSupport === 'required', 'confirm_delete is not taskSupport required');
@@ -36,6 +44,7 @@ async function main() {
   // (delivered on the tasks/result stream), its result fetched.
   const seen = [];
   let created, result;
+  step(3, 'for await (const msg of client.experimen');
   for await (const msg of client.experimental.tasks.callToolStream(
     { name: 'confirm_delete', arguments: { filename: 'a.txt' } }, CallToolResultSchema, { task: { ttl: 60000 } })) {
     seen.push(msg.type === 'taskStatus' ? `status:${msg.task.status}` : msg.type);
@@ -47,21 +56,26 @@ async function main() {
   must(elicited.length === 1 && elicited[0] === 'Delete a.txt?', `elicitations ${JSON.stringify(elicited)}`);
   must(related[0] === created.taskId, `the elicitation names task ${related[0]}, want ${created.taskId}`);
   must(result?.content?.[0]?.text === 'Deleted a.txt', `result ${JSON.stringify(result)}`);
+  step(4, 'const again = await client.experimental.');
   const again = await client.experimental.tasks.getTaskResult(created.taskId, CallToolResultSchema);
   must(again.content[0].text === 'Deleted a.txt', `tasks/result again: ${JSON.stringify(again)}`);
+  step(5, 'const done = await client.experimental.t');
   const done = await client.experimental.tasks.getTask(created.taskId);
   must(done.status === 'completed', `completed task shows ${done.status}`);
 
   // A long task: created, polled while working, cancelled.
   let slow;
+  step(6, 'for await (const msg of client.experimen');
   for await (const msg of client.experimental.tasks.callToolStream(
     { name: 'slow_compute', arguments: { seconds: 60 } }, CallToolResultSchema, { task: {} })) {
     if (msg.type === 'error') throw msg.error;
     if (msg.type === 'taskCreated') { slow = msg.task; break; }
   }
   must(slow, 'slow_compute made no task');
+  step(7, 'const working = await client.experimenta');
   const working = await client.experimental.tasks.getTask(slow.taskId);
   must(working.status === 'working', `slow task shows ${working.status}`);
+  step(8, 'await client.experimental.tasks.cancelTa');
   await client.experimental.tasks.cancelTask(slow.taskId);
   let status = '';
   for (let i = 0; i < 200 && status !== 'cancelled'; i++) {
@@ -70,13 +84,17 @@ async function main() {
   }
   must(status === 'cancelled', `cancelled task shows ${status}`);
 
+  step(9, 'const listed = (await client.experimenta');
   const listed = (await client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId);
   must(listed.includes(created.taskId) && listed.includes(slow.taskId), `tasks/list ${JSON.stringify(listed)}`);
 
   // A plain call held open, and the session's end.
+  step(10, 'const greet = await client.callTool({ na');
   const greet = await client.callTool({ name: 'greet', arguments: { name: 'Ada' } });
   must(greet.content[0].text === 'Hello, Ada!', `greet ${JSON.stringify(greet)}`);
+  step(11, 'await transport.terminateSession();');
   await transport.terminateSession();
+  step(12, 'await client.close();');
   await client.close();
   console.log('ok', JSON.stringify(seen));
 }

@@ -10,7 +10,8 @@
 -- "cancelled" at once; if it has not within the grace, because its worker
 -- is gone, takeover.lua does: the held index is due then), CANCELLED (no
 -- worker held the task, so it is "cancelled" now and its reservation
--- settled), TERMINAL (already ended:
+-- settled; {CANCELLED, receipt, tool} when it had a reservation: prelude
+-- settled()), TERMINAL (already ended:
 -- nothing written), NOT_FOUND or EXPIRED.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'cancel')
 local status = f[1]
@@ -21,10 +22,10 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   if not allowed(status, 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])
-  settle_task(ARGV[3], 'cancelled', ARGV[1])
+  local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
   ended(ARGV[3])
   state_changed(ARGV[2])
-  return CANCELLED
+  return settled(CANCELLED, receipt, tool)
 end
 if f[5] ~= '1' then
   redis.call('HSET', KEYS[1], 'cancel', 1, 'cancelAt', ARGV[1], 'statusMessage', 'Cancelling', 'lastUpdatedAt', ARGV[1])

@@ -13,7 +13,8 @@
 -- the task was taken back from, or a resumed task's earlier job),
 -- ILLEGAL (not "working", e.g. parked for input), CANCELLED (a cancel was
 -- requested before this delivery started: the task is now "cancelled" and
--- its reservation settled), or {BUSY, seq, running}: the owner already
+-- its reservation settled; its receipt and tool follow when it had one:
+-- settled.go), or {BUSY, seq, running}: the owner already
 -- runs its share of the queue; the task is not claimed, this job is done
 -- with and job seq (a new sequence number, as a takeover issues) is the
 -- one to enqueue, later.
@@ -31,10 +32,10 @@ if f[2] == '1' then
   if not allowed(status, 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
-  settle_task(ARGV[3], 'cancelled', ARGV[1])
+  local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
   ended(ARGV[3])
   state_changed(ARGV[2])
-  return {CANCELLED}
+  return {CANCELLED, receipt, tool}
 end
 if status ~= 'working' then return {ILLEGAL} end
 local share = tonumber(ARGV[6])

@@ -9,7 +9,8 @@
 -- is written as "cancelled" (without result or error) and CANCELLED returned.
 -- The task's reservation, if any, settles here (prelude settle(): failed
 -- releases it, the others charge the metered usage).
--- Returns OK, CANCELLED, or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
+-- Returns OK, CANCELLED (each as {code, receipt, tool} when a reservation
+-- settled: prelude settled()), or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
 -- target is not a terminal status, or the table refuses): nothing is written then.
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel')
 if not f[1] then return NOT_FOUND end
@@ -20,17 +21,17 @@ if not terminal(ARGV[3]) or not allowed(f[1], ARGV[3]) then return ILLEGAL end
 if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   if not allowed(f[1], 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
-  settle_task(ARGV[8], 'cancelled', ARGV[1])
+  local receipt, tool = settle_task(ARGV[8], 'cancelled', ARGV[1])
   ended(ARGV[8])
   state_changed(ARGV[7])
-  return CANCELLED
+  return settled(CANCELLED, receipt, tool)
 end
 if ARGV[4] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], ARGV[4], ARGV[5])
 else
   redis.call('HSET', KEYS[1], 'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1])
 end
-settle_task(ARGV[8], ARGV[3], ARGV[1])
+local receipt, tool = settle_task(ARGV[8], ARGV[3], ARGV[1])
 ended(ARGV[8])
 state_changed(ARGV[7])
-return OK
+return settled(OK, receipt, tool)

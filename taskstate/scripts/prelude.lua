@@ -87,7 +87,8 @@ local function int(n) return string.format('%d', n) end
 -- at the reservation, and release the rest; 'failed' releases it all.
 -- The hold's fields go with it, so a second call for the same task finds
 -- none and does nothing: a task settles once. Returns the receipt (JSON)
--- to keep in the record, or nil when the task had no reservation.
+-- to keep in the record and the tool, or nil when the task had no
+-- reservation.
 local function settle(acct, holds, ledger, id, outcome, now)
   local h = redis.call('HMGET', holds, 'r:' .. id, 'u:' .. id)
   if not h[1] then return nil end
@@ -108,13 +109,22 @@ local function settle(acct, holds, ledger, id, outcome, now)
   local capped = ''
   if usage > reserved then capped = ',"capped":true' end
   return '{"reserved":' .. int(reserved) .. ',"charged":' .. int(charged) .. ',"released":' .. int(released) ..
-    ',"usage":' .. int(usage) .. capped .. ',"entries":["' .. rsv .. '","' .. eid .. '"]}'
+    ',"usage":' .. int(usage) .. capped .. ',"entries":["' .. rsv .. '","' .. eid .. '"]}', tool
 end
 
 -- settle_task: settle for a task whose record KEYS[1] stays (finish,
 -- cancel, claim, takeover: KEYS[4..6] are the owner's account, holds and
--- ledger) and keep the receipt in the record.
+-- ledger) and keep the receipt in the record. Returns what settle does.
 local function settle_task(id, outcome, now)
-  local receipt = settle(KEYS[4], KEYS[5], KEYS[6], id, outcome, now)
+  local receipt, tool = settle(KEYS[4], KEYS[5], KEYS[6], id, outcome, now)
   if receipt then redis.call('HSET', KEYS[1], 'receipt', receipt) end
+  return receipt, tool
+end
+
+-- settled: a script's return code with the settlement it made, for the
+-- store's Options.Settled (settled.go): {code, receipt, tool}, or the code
+-- alone when nothing settled.
+local function settled(code, receipt, tool)
+  if receipt then return {code, receipt, tool} end
+  return code
 end

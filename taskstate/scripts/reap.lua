@@ -10,13 +10,15 @@
 -- (not expired yet; re-indexed). Either of the first two settles the
 -- task's reservation as 'expired' (charging the usage metered so far):
 -- a record Redis expired before the reaper came still settles from its hold.
+-- A code that settled a reservation comes as {code, receipt, tool}
+-- (prelude settled()).
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs')
 if not f[1] then
-  settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
+  local receipt, tool = settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
   ended(ARGV[2])
   redis.call('ZREM', KEYS[4], ARGV[2])
   redis.call('ZREM', KEYS[5], ARGV[2])
-  return NOT_FOUND
+  return settled(NOT_FOUND, receipt, tool)
 end
 if not expired(f[2], f[3], ARGV[1]) then
   if f[3] and f[3] ~= '' then
@@ -26,11 +28,11 @@ if not expired(f[2], f[3], ARGV[1]) then
   end
   return ILLEGAL
 end
-settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
+local receipt, tool = settle(KEYS[6], KEYS[7], KEYS[8], ARGV[2], 'expired', ARGV[1])
 ended(ARGV[2]) -- before the DEL: it reads the record's running slot
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('ZREM', KEYS[5], ARGV[2])
 redis.call('PUBLISH', ARGV[3], 'expired')
 redis.call('PUBLISH', ARGV[4], ARGV[2])
-return OK
+return settled(OK, receipt, tool)

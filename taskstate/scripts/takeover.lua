@@ -17,7 +17,8 @@
 -- lost view of Redis)
 -- Returns {OK, seq, lost, heartbeat, tool}: taken back; enqueue job seq. {CANCELLED}
 -- or {LIMIT, lost, heartbeat} (ended "failed": the caller writes nothing
--- more); either way the reservation settled (failed releases it). {ILLEGAL}: nothing to do (not held any more: dropped from the index;
+-- more); either way the reservation settled (failed releases it), and when
+-- there was one its receipt and tool follow (settled.go). {ILLEGAL}: nothing to do (not held any more: dropped from the index;
 -- or not due yet: re-indexed at its due time). {NOT_FOUND}, {EXPIRED}
 -- (dropped from the index; the reaper ends an expired task).
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'heartbeat', 'cancel',
@@ -33,11 +34,11 @@ if now < due then redis.call('ZADD', KEYS[3], due, id); return {ILLEGAL} end
 if f[6] == '1' then
   if not allowed('working', 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
-  settle_task(id, 'cancelled', ARGV[1])
+  local receipt, tool = settle_task(id, 'cancelled', ARGV[1])
   ended(id)
   state_changed(ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
-  return {CANCELLED}
+  return {CANCELLED, receipt, tool}
 end
 if ARGV[8] ~= '1' then return {ILLEGAL} end
 local lost = redis.call('HINCRBY', KEYS[1], 'lost', 1)
@@ -49,11 +50,11 @@ if lost > tonumber(ARGV[4]) then
   local msg = 'Its worker was lost ' .. lost .. ' times (no heartbeat for ' .. ARGV[2] .. ' ms); not run again'
   redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', msg, 'lastUpdatedAt', ARGV[1],
     'error', cjson.encode({code = -32603, message = 'Internal error: ' .. msg}))
-  settle_task(id, 'failed', ARGV[1])
+  local receipt, tool = settle_task(id, 'failed', ARGV[1])
   ended(id)
   state_changed(ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
-  return {LIMIT, lost, beat}
+  return {LIMIT, lost, beat, receipt, tool}
 end
 local seq = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
 redis.call('HSET', KEYS[1], 'running', 0, 'lastUpdatedAt', ARGV[1],
