@@ -59,6 +59,14 @@ func TestTypeScriptSDKv1(t *testing.T) {
 	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := n.Add(1) % uint64(len(proxies))
 		served[i].Add(1)
+		// Full duplex, as a proxy must be: otherwise net/http closes the
+		// request body when the response headers go out, and the proxy's
+		// transport, reading the body once more for its EOF after sending
+		// it, fails and cuts the response (an SSE stream) short with "use
+		// of closed network connection" (golang/go#40747).
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			t.Errorf("proxy: %v", err)
+		}
 		proxies[i].ServeHTTP(w, r)
 	}))
 	defer lb.Close()
