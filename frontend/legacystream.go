@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -75,7 +74,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 				"Bad Request: Last-Event-ID is not an event id of this server"), http.StatusBadRequest))
 			return
 		}
-		if strings.HasPrefix(stream, callStream) {
+		if resumableStream(stream) {
 			s.resumeCall(ctx, &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: resp, legacy: true, session: sess},
 				stream, entry)
 			return

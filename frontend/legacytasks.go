@@ -172,6 +172,8 @@ func (s *Server) legacyListTasks(ctx context.Context, c *call) (any, error) {
 // notifications/tasks/status and relaying its input requests on the
 // request's stream meanwhile, and answers what the call would have.
 // Leaving the wait does not cancel the task: the request only watches it.
+// Its stream is resumable (sselog.go): a client whose connection broke
+// resumes it with GET and Last-Event-ID on any front end.
 func (s *Server) legacyTaskResult(ctx context.Context, c *call) (any, error) {
 	ref, err := legacyTaskRef(c)
 	if err != nil {
@@ -188,11 +190,22 @@ func (s *Server) legacyTaskResult(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	c.watched = rec
-	start, wait := time.Now(), s.cfg.SyncWaitLimit
+	s.watchResumable(ctx, c, ref)
 	if !settled(rec) {
 		// The state the wait starts from, then each change.
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTaskStatus,
 			Params: proto.LegacyTaskOf(rec.Task())})
+	}
+	return s.awaitTaskResult(ctx, c, sub, rec)
+}
+
+// awaitTaskResult is the wait of a tasks/result (c.observer) from rec on,
+// and its answer: the task's result, with its related-task _meta.
+func (s *Server) awaitTaskResult(ctx context.Context, c *call, sub *taskstate.Subscription, rec *taskstate.Record) (any, error) {
+	ref := rec.Ref
+	start, wait := time.Now(), s.cfg.SyncWaitLimit
+	var err error
+	if !settled(rec) {
 		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
 			return nil, err
 		}

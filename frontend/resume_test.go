@@ -163,6 +163,88 @@ func TestLegacyResume(t *testing.T) {
 	})
 }
 
+// TestLegacyResumeTaskResult: a tasks/result stream breaks (any proxy or
+// network may cut it) just after the task asked for input; the client
+// resumes it with GET and Last-Event-ID on another front end and gets the
+// input request (once), answers it there, and gets the result with the
+// request's id, as a TypeScript SDK v1 client does with a broken stream
+// that carried an event id and no result. Before tasks/result streams
+// carried ids, that client waited for its request timeout.
+func TestLegacyResumeTaskResult(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		a, other := newEnv(t, b, nil), newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(a, `{"elicitation":{},"tasks":{}}`)
+		rep := l.do(a, proto.MethodToolsCall, map[string]any{"name": toolSlow, "arguments": map[string]any{"name": "Ida"}, "task": map[string]any{}})
+		id := str(rep.JSON, "result.task.taskId")
+		j := a.enq.nextJob(t)
+		tsA, tsB := httptest.NewServer(a.h), httptest.NewServer(other.h)
+		defer tsA.Close()
+		defer tsB.Close()
+
+		ctx, breakStream := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tsA.URL+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":"r-1","method":"tasks/result","params":{"taskId":"`+id+`"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", l.session)
+		related := func(meta any) string { // the related-task _meta's taskId
+			m, _ := meta.(map[string]any)
+			rt, _ := m[proto.MetaRelatedTask].(map[string]any)
+			id, _ := rt["taskId"].(string)
+			return id
+		}
+		events := openSSE(t, tsA, req)
+		ev := <-events
+		if ev.data["method"] != proto.NotifyTaskStatus || str(ev.data, "params.status") != "working" || !strings.HasPrefix(ev.id, "r.") {
+			t.Fatalf("first event %+v, want the working status with an id", ev)
+		}
+		a.park(j.Ref, j.Attempt, "ask")
+		if ev = <-events; str(ev.data, "params.status") != "input_required" || ev.id == "" {
+			t.Fatalf("second event %+v, want the input_required status with an id", ev)
+		}
+		breakStream()
+
+		get, _ := http.NewRequest(http.MethodGet, tsB.URL+"/mcp", nil)
+		get.Header.Set("Accept", "text/event-stream")
+		get.Header.Set("Mcp-Session-Id", l.session)
+		get.Header.Set("Last-Event-ID", ev.id)
+		var got []string
+		for ev := range openSSE(t, tsB, get) {
+			switch {
+			case ev.id == "":
+				t.Fatalf("resumed event without an id: %+v", ev)
+			case ev.data["method"] == proto.MethodElicit:
+				if meta, _ := lookup(ev.data, "params._meta"); related(meta) != id {
+					t.Errorf("input request %v does not name task %s", ev.data, id)
+				}
+				ans, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": ev.data["id"], "result": map[string]any{"action": "accept", "content": map[string]any{}}})
+				if rep := other.serve(context.Background(), http.MethodPost, ans, http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {l.session}}); rep.Status != http.StatusAccepted {
+					t.Fatalf("answer: HTTP %d %s", rep.Status, rep.Body)
+				}
+				resumed := other.enq.nextJob(t)
+				if err := other.store.Finish(context.Background(), j.Ref, resumed.Attempt, outcomeFor(toolSlow, json.RawMessage(`{"name":"Ida"}`))); err != nil {
+					t.Fatalf("finish after the stream broke: %v", err)
+				}
+				got = append(got, "elicit")
+			case ev.data["method"] == proto.NotifyTaskStatus:
+				// working again, then completed: statuses are informative
+			default:
+				content, _ := lookup(ev.data, "result.content")
+				list, _ := content.([]any)
+				if len(list) != 1 {
+					t.Fatalf("resumed stream carried %v", ev.data)
+				}
+				meta, _ := lookup(ev.data, "result._meta")
+				got = append(got, str(ev.data, "id")+":"+str(list[0], "text")+":"+related(meta))
+			}
+		}
+		if want := "elicit|r-1:Hello, Ida!:" + id; strings.Join(got, "|") != want {
+			t.Fatalf("resumed tasks/result stream %q, want %q", got, want)
+		}
+	})
+}
+
 // TestLegacyGetStreams: a message goes on one GET stream of a session only
 // (the newest open one; when it closes, another takes over), the session's
 // tasks report their states there as notifications/tasks/status, and a

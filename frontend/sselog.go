@@ -15,23 +15,25 @@ import (
 
 // Resumable SSE streams of a legacy session (2025-11-25 Streamable HTTP,
 // "Resumability and Redelivery"). Each message a front end writes on a
-// held tools/call's stream or on a GET stream is first appended to that
-// stream's log in Redis (taskstate/sselog.go); the SSE event id is the
-// stream's name and the log entry's id, "c.TASK/ENTRY" for a call,
-// "g.ID/ENTRY" for a GET stream, unique within the session. A client that
-// lost the connection sends GET with Last-Event-ID to any front end: the
-// messages of that stream after the id are replayed from Redis, then the
-// stream goes on live. A held call whose stream breaks keeps its task
-// running (its TTL bounds it); the resumed stream carries its remaining
-// progress, its input requests and its final response.
+// held tools/call's stream, a tasks/result stream or a GET stream is first
+// appended to that stream's log in Redis (taskstate/sselog.go); the SSE
+// event id is the stream's name and the log entry's id, "c.TASK/ENTRY" for
+// a call, "r.ID/ENTRY" for a tasks/result, "g.ID/ENTRY" for a GET stream,
+// unique within the session. A client that lost the connection sends GET
+// with Last-Event-ID to any front end: the messages of that stream after
+// the id are replayed from Redis, then the stream goes on live. A held
+// call whose stream breaks keeps its task running (its TTL bounds it); the
+// resumed stream carries its remaining progress (or task statuses), its
+// input requests and its final response.
 
 // headerLastEventID is the SSE resumption header.
 const headerLastEventID = "Last-Event-ID"
 
 // Stream name prefixes.
 const (
-	callStream = "c." // a held tools/call, named by its task
-	getStream  = "g." // a GET stream, named by a fresh id
+	callStream   = "c." // a held tools/call, named by its task
+	resultStream = "r." // a tasks/result, named by a fresh id (a task may have several)
+	getStream    = "g." // a GET stream, named by a fresh id
 )
 
 // eventLog appends a stream's events to the session's log in Redis.
@@ -76,12 +78,33 @@ func (s *Server) holdResumable(ctx context.Context, c *call, ref taskstate.Ref) 
 	c.resp.mu.Unlock()
 }
 
+// watchResumable makes a tasks/result's stream resumable: each event
+// carries an id from the start (its first is the task's status), and the
+// request is recorded for a resume. A tasks/result never cancels its task,
+// so nothing else changes when its stream breaks.
+func (s *Server) watchResumable(ctx context.Context, c *call, ref taskstate.Ref) {
+	l := s.newEventLog(ctx, c, resultStream+taskstate.NewID(), false)
+	l.call = &taskstate.StreamCall{RequestID: c.req.ID, TaskID: ref.ID}
+	c.resp.mu.Lock()
+	c.resp.log = l
+	c.resp.mu.Unlock()
+}
+
+// resumableStream reports whether a stream name is that of a request's
+// stream (a held call or a tasks/result) rather than a GET stream.
+func resumableStream(stream string) bool {
+	return strings.HasPrefix(stream, callStream) || strings.HasPrefix(stream, resultStream)
+}
+
 // parseEventID splits an SSE event id made by eventLog.append.
 func parseEventID(id string) (stream, entry string, ok bool) {
 	stream, entry, ok = strings.Cut(id, "/")
-	name, found := strings.CutPrefix(stream, callStream)
-	if !found {
-		name, found = strings.CutPrefix(stream, getStream)
+	var name string
+	found := false
+	for _, prefix := range []string{callStream, resultStream, getStream} {
+		if name, found = strings.CutPrefix(stream, prefix); found {
+			break
+		}
 	}
 	ok = ok && found && taskstate.ValidID(name) && (taskstate.EntryAfter(entry, "0-0") || entry == "0-0")
 	return stream, entry, ok
@@ -105,9 +128,10 @@ func replay(resp *responder, stream, entry string, events []taskstate.StreamEven
 	return final
 }
 
-// resumeCall serves GET with the Last-Event-ID of a held call's stream:
-// the call's messages after that id, then its remaining progress and input
-// requests and its final response, as the held POST would have sent them.
+// resumeCall serves GET with the Last-Event-ID of a held call's or a
+// tasks/result's stream: the request's messages after that id, then its
+// remaining progress (or task statuses) and input requests and its final
+// response, as the POST would have sent them.
 func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) {
 	sc, err := s.store.StreamCallOf(ctx, c.session.Owner, c.session.ID, stream)
 	if err == nil && (len(sc.RequestID) == 0 || !validID(sc.RequestID)) {
@@ -126,7 +150,11 @@ func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) 
 		s.writeError(c.resp.w, nullID, err)
 		return
 	}
+	c.observer = strings.HasPrefix(stream, resultStream)
 	c.req = &proto.Request{JSONRPC: proto.JSONRPCVersion, ID: sc.RequestID, Method: proto.MethodToolsCall}
+	if c.observer {
+		c.req.Method = proto.MethodTasksRes
+	}
 	if err := s.legacyMeta(c); err != nil {
 		s.writeError(c.resp.w, nullID, err)
 		return
@@ -136,17 +164,22 @@ func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) 
 		c.meta.ProgressToken = nil
 	}
 	c.asked = map[string]bool{}
+	var status proto.LegacyTask // the last task status sent (tasks/result)
 	for _, ev := range events { // what the client was sent already: progress so far, input asked
 		var m struct {
-			ID     json.RawMessage      `json:"id"`
-			Method string               `json:"method"`
-			Params proto.ProgressParams `json:"params"`
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
 		}
 		if json.Unmarshal(ev.Data, &m) != nil {
 			continue
 		}
-		if m.Method == proto.NotifyProgress && (!c.progressSent || m.Params.Progress > c.progress) {
-			c.progress, c.progressSent = m.Params.Progress, true
+		var p proto.ProgressParams
+		if m.Method == proto.NotifyProgress && json.Unmarshal(m.Params, &p) == nil && (!c.progressSent || p.Progress > c.progress) {
+			c.progress, c.progressSent = p.Progress, true
+		}
+		if m.Method == proto.NotifyTaskStatus {
+			_ = json.Unmarshal(m.Params, &status)
 		}
 		if id, ok := rawString(m.ID); ok && m.Method != "" {
 			if _, key, ok := parseInputRequestID(id); ok {
@@ -167,7 +200,12 @@ func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) 
 	if replay(c.resp, stream, entry, events) {
 		return // answered already: the replay ended with the response
 	}
-	res, err := s.holdAgain(ctx, c, sub, ref)
+	var res any
+	if c.observer {
+		res, err = s.watchAgain(ctx, c, sub, ref, status)
+	} else {
+		res, err = s.holdAgain(ctx, c, sub, ref)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return // gone again: the client may resume once more
@@ -177,6 +215,21 @@ func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) 
 		return
 	}
 	c.resp.finish(http.StatusOK, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: sc.RequestID, Result: s.withMeta(res)}))
+}
+
+// watchAgain waits for a resumed tasks/result's task as legacyTaskResult
+// did: its status changes and input requests, then its result. sent is
+// the last status the stream carried; a change since goes out first.
+func (s *Server) watchAgain(ctx context.Context, c *call, sub *taskstate.Subscription, ref taskstate.Ref, sent proto.LegacyTask) (any, error) {
+	rec, err := s.store.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	c.watched = rec
+	if now := proto.LegacyTaskOf(rec.Task()); !rec.Status.Terminal() && (now.Status != sent.Status || now.StatusMessage != sent.StatusMessage) {
+		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTaskStatus, Params: now})
+	}
+	return s.awaitTaskResult(ctx, c, sub, rec)
 }
 
 // holdAgain holds a resumed call as invoke held it: until the task ends
