@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -43,13 +45,17 @@ func tsSDK(t *testing.T) (node, nodeModules string) {
 // that alternates requests between the front ends: a 2025-11-25 session,
 // a task created, polled, its elicitation answered, its result fetched
 // with tasks/result, a second task cancelled, tasks/list, a held call and
-// the session's end (e2e/testdata/tssdk_v1.cjs).
+// the session's end (e2e/testdata/tssdk_v1.cjs). The proxy cuts the first
+// tasks/result stream after its first event, as any proxy or network may:
+// the client resumes it (GET with Last-Event-ID, on the other front end)
+// and still gets the elicitation once and the result.
 func TestTypeScriptSDKv1(t *testing.T) {
 	node, nodeModules := tsSDK(t)
 	b := redistest.Real(t)
 	urls := startCluster(t, b, 2, 1)
 	var served [2]atomic.Int64
-	var n atomic.Uint64
+	var n, resumed atomic.Uint64
+	var cut atomic.Bool
 	proxies := make([]*httputil.ReverseProxy, len(urls))
 	for i, u := range urls {
 		target, _ := url.Parse(strings.TrimSuffix(u, "/mcp"))
@@ -59,6 +65,27 @@ func TestTypeScriptSDKv1(t *testing.T) {
 	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := n.Add(1) % uint64(len(proxies))
 		served[i].Add(1)
+		// Full duplex, as a proxy must be: otherwise net/http closes the
+		// request body when the response headers go out, and the proxy's
+		// transport, reading the body once more for its EOF after sending
+		// it, fails and cuts the response (an SSE stream) short with "use
+		// of closed network connection" (golang/go#40747).
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			t.Errorf("proxy: %v", err)
+		}
+		if strings.HasPrefix(r.Header.Get("Last-Event-ID"), "r.") {
+			resumed.Add(1) // a tasks/result stream resumed
+		}
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				panic(http.ErrAbortHandler)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"method":"tasks/result"`)) && cut.CompareAndSwap(false, true) {
+				w = &cutAfterEvent{ResponseWriter: w}
+			}
+		}
 		proxies[i].ServeHTTP(w, r)
 	}))
 	defer lb.Close()
@@ -76,4 +103,30 @@ func TestTypeScriptSDKv1(t *testing.T) {
 			t.Errorf("front end %d served %d requests; the proxy should alternate", i, served[i].Load())
 		}
 	}
+	if !cut.Load() || resumed.Load() == 0 {
+		t.Errorf("a tasks/result stream cut: %v, resumed %d times; want cut and resumed", cut.Load(), resumed.Load())
+	}
 }
+
+// cutAfterEvent passes a response through until its first SSE event is
+// out, then drops the connection, as a proxy does when its upstream read
+// fails.
+type cutAfterEvent struct {
+	http.ResponseWriter
+	seen []byte
+}
+
+func (c *cutAfterEvent) Write(p []byte) (int, error) {
+	c.seen = append(c.seen, p...)
+	end := bytes.Index(c.seen, []byte("\n\n"))
+	if end < 0 {
+		return c.ResponseWriter.Write(p)
+	}
+	_, _ = c.ResponseWriter.Write(p[:len(p)-(len(c.seen)-end-2)])
+	c.Flush()
+	panic(http.ErrAbortHandler)
+}
+
+func (c *cutAfterEvent) Flush() { _ = http.NewResponseController(c.ResponseWriter).Flush() }
+
+func (c *cutAfterEvent) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -77,6 +77,9 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
 			s.log.Error("request failed", "method", req.Method, "err", err, traceAttr(c.trace))
 		}
+		if r.Context().Err() != nil && c.resp.resumable() {
+			return // a broken resumable stream: its answer goes to the client that resumes it (sselog.go)
+		}
 		if c.legacy {
 			status = legacyStatus(err, status)
 		}

@@ -367,7 +367,7 @@ func TestLegacyTasks(t *testing.T) {
 			`{"error":{"code":-32601}}`)
 		mustMatch(t, alice.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob}), 200, `{"error":{"code":-32601}}`)
 
-		rep = alice.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob, "task": map[string]any{"ttl": 60000}})
+		rep = alice.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob, "task": map[string]any{"ttl": 7200000}})
 		mustMatch(t, rep, 200, `{"result":{"task":{"taskId":"<taskid>","status":"working","ttl":3600000}}}`)
 		legacyID := str(rep.JSON, "result.task.taskId")
 		e.clock.Advance(time.Millisecond) // newest first
@@ -493,5 +493,39 @@ func TestLegacyTaskResultStream(t *testing.T) {
 			}
 			break
 		}
+	})
+}
+
+// TestLegacyTaskTTL: a 2025-11-25 task.ttl is honoured up to the tool's TTL
+// (1h here); what is not a positive integer is -32602.
+func TestLegacyTaskTTL(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, nil)
+		e.enq.setHold(true)
+		alice := &legacyClient{t: t}
+		alice.initialize(e, `{"tasks":{}}`)
+		for _, c := range []struct {
+			task map[string]any
+			want string
+		}{
+			{map[string]any{"ttl": 60000}, `{"result":{"task":{"status":"working","ttl":60000}}}`},
+			{map[string]any{"ttl": 7200000}, `{"result":{"task":{"ttl":3600000}}}`},
+			{map[string]any{}, `{"result":{"task":{"ttl":3600000}}}`},
+			{map[string]any{"ttl": nil}, `{"result":{"task":{"ttl":3600000}}}`},
+			{map[string]any{"ttl": 0}, `{"error":{"code":-32602}}`},
+			{map[string]any{"ttl": -5}, `{"error":{"code":-32602}}`},
+			{map[string]any{"ttl": 1.5}, `{"error":{"code":-32602}}`},
+			{map[string]any{"ttl": "60000"}, `{"error":{"code":-32602}}`},
+		} {
+			rep := alice.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob, "task": c.task})
+			mustMatch(t, rep, 200, c.want)
+			if id := str(rep.JSON, "result.task.taskId"); id != "" {
+				if want := str(rep.JSON, "result.task.ttl"); str(alice.do(e, proto.MethodTasksGet, map[string]any{"taskId": id}).JSON, "result.ttl") != want {
+					t.Errorf("task %v: tasks/get does not show the ttl %s", c.task, want)
+				}
+				mustMatch(t, alice.do(e, proto.MethodTasksCncl, map[string]any{"taskId": id}), 200, `{"result":{"status":"cancelled"}}`)
+			}
+		}
+
 	})
 }

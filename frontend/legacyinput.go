@@ -43,7 +43,10 @@ func parseInputRequestID(id string) (taskID, key string, ok bool) {
 func (s *Server) relayInput(ctx context.Context, c *call, sub *taskstate.Subscription, rec *taskstate.Record,
 	start time.Time, wait time.Duration) (any, error) {
 	ref := rec.Ref
-	asked := map[string]bool{}
+	asked := c.asked
+	if asked == nil {
+		asked = map[string]bool{}
+	}
 	var err error
 	for rec.Status == proto.StatusInputRequired {
 		keys := make([]string, 0, len(rec.InputRequests))

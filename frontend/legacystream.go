@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
@@ -51,7 +52,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	owner := taskstate.OwnerTag(principal)
-	if _, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle); errors.Is(err, taskstate.ErrNoSession) {
+	sess, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle)
+	if errors.Is(err, taskstate.ErrNoSession) {
 		s.writeError(w, nullID, errNoSession())
 		return
 	} else if err != nil {
@@ -64,13 +66,27 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 			"GET /mcp answers a text/event-stream: the Accept header must allow it"), http.StatusNotAcceptable))
 		return
 	}
+	stream, entry := getStream+taskstate.NewID(), ""
+	if last := r.Header.Get(headerLastEventID); last != "" {
+		var ok bool
+		if stream, entry, ok = parseEventID(last); !ok {
+			s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest,
+				"Bad Request: Last-Event-ID is not an event id of this server"), http.StatusBadRequest))
+			return
+		}
+		if resumableStream(stream) {
+			s.resumeCall(ctx, &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: resp, legacy: true, session: sess},
+				stream, entry)
+			return
+		}
+	}
 	release, err := s.listens.acquire(principal, s.cfg.MaxListenStreams)
 	if err != nil {
 		s.writeError(w, nullID, err)
 		return
 	}
 	defer release()
-	c := &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: resp}
+	c := &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: resp, session: sess}
 	ctx, stopWatch := s.watchAuth(ctx, c)
 	defer stopWatch()
 	keys := s.store.Keys()
@@ -86,15 +102,44 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer updates.Close()
-	resp.keepAlive() // the stream is open: headers out now
+	// One stream of the session gets its messages (2025-11-25: a message
+	// goes on one stream only): the newest opened, until it closes.
+	if err := s.store.TakeGetStream(ctx, owner, id, stream, getStreamHold); err != nil {
+		s.writeError(w, nullID, err)
+		return
+	}
+	defer func() { _ = s.store.ReleaseGetStream(context.WithoutCancel(ctx), owner, id, stream) }()
+	mine := func() bool {
+		ok, err := s.store.HoldsGetStream(ctx, owner, id, stream, getStreamHold)
+		return err == nil && ok
+	}
 	send := func(method string, params any) {
 		resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: method, Params: params})
 	}
+	tasks, err := s.followSessionTasks(ctx, sess)
+	if err != nil {
+		s.writeError(w, nullID, err)
+		return
+	}
+	defer tasks.close()
+	resp.log = s.newEventLog(ctx, c, stream, entry == "")
+	resp.keepAlive() // the stream is open: headers out now, once it holds the session's messages
+	if entry != "" { // a resumed stream: what it sent after the client's last event
+		events, err := s.store.StreamEvents(ctx, owner, id, stream)
+		if err != nil {
+			return
+		}
+		replay(resp, stream, entry, events)
+	}
+	sent := map[string]string{} // task id -> the state last sent
 	tick := time.NewTicker(keepAliveEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case v := <-lists.C:
+			if !mine() {
+				continue
+			}
 			resync := v == taskstate.EventResync
 			if resync || v == taskstate.ListTools {
 				send(proto.NotifyToolsListChanged, map[string]any{})
@@ -109,14 +154,27 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 			if uri == taskstate.EventResync {
 				continue // which resources changed is unknown; list_changed on lists covers the catalog
 			}
-			if ok, err := s.store.Subscribed(ctx, owner, id, uri); err == nil && ok {
+			if ok, err := s.store.Subscribed(ctx, owner, id, uri); err == nil && ok && mine() {
 				send(proto.NotifyResourceUpdated, map[string]any{"uri": uri})
 			}
+		case ref := <-tasks.changed:
+			rec, err := s.store.Get(ctx, ref)
+			if err != nil {
+				continue // ended and gone
+			}
+			task := proto.LegacyTaskOf(rec.Task())
+			state := string(task.Status) + "\x00" + task.StatusMessage
+			if sent[ref.ID] == state || !mine() {
+				continue
+			}
+			sent[ref.ID] = state
+			send(proto.NotifyTaskStatus, task)
 		case <-tick.C:
 			// The session may have ended (DELETE on any front end, or idle).
 			if _, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle); errors.Is(err, taskstate.ErrNoSession) {
 				return
 			}
+			mine() // renews the hold
 			resp.keepAlive()
 		case <-s.draining:
 			return
@@ -124,4 +182,100 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// getStreamHold is how long a GET stream keeps the session's messages
+// without renewing its hold (it renews at each keep-alive): a front end
+// that vanished hands them to another open stream after this.
+const getStreamHold = 2 * keepAliveEvery
+
+// sessionTasks follows the state changes of a session's tasks for its GET
+// stream (notifications/tasks/status).
+type sessionTasks struct {
+	changed chan taskstate.Ref
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func (t *sessionTasks) close() { t.cancel(); t.wg.Wait() }
+
+// followSessionTasks watches the tasks sess created (the newest
+// taskstate.MaxSessionTasks) and those it creates while the stream is open
+// (up to the same number): each state change sends the task's ref.
+func (s *Server) followSessionTasks(ctx context.Context, sess *taskstate.Session) (*sessionTasks, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &sessionTasks{changed: make(chan taskstate.Ref, 16), cancel: cancel}
+	keys := s.store.Keys()
+	// Announcements first, then the index: no task falls between the two.
+	created, err := s.hub.Subscribe(ctx, keys.SessionTaskCreated(sess.Owner, sess.ID))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	ids, err := s.store.SessionTasks(ctx, sess.Owner, sess.ID)
+	if err != nil {
+		created.Close()
+		cancel()
+		return nil, err
+	}
+	followed := map[string]bool{}
+	// follow watches task id; fresh: a task announced just now, whose
+	// state may have changed before the subscription: read at once.
+	follow := func(id string, fresh bool) {
+		if followed[id] || len(followed) >= taskstate.MaxSessionTasks || !taskstate.ValidID(id) {
+			return
+		}
+		ref := taskstate.Ref{Owner: sess.Owner, ID: id}
+		sub, err := s.hub.Subscribe(ctx, keys.Events(ref))
+		if err != nil {
+			return
+		}
+		followed[id] = true
+		t.wg.Go(func() {
+			defer sub.Close()
+			if fresh {
+				select {
+				case t.changed <- ref:
+				case <-ctx.Done():
+					return
+				}
+			}
+			for {
+				select {
+				case payload := <-sub.C:
+					ev := taskstate.DecodeEvent(payload)
+					if !ev.Resync && (ev.Version == 0 || ev.Status == "") {
+						continue // a worker's notification: not a state change
+					}
+					select {
+					case t.changed <- ref:
+					case <-ctx.Done():
+						return
+					}
+					if ev.Status.Terminal() {
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	for _, id := range ids {
+		follow(id, false)
+	}
+	t.wg.Go(func() {
+		defer created.Close()
+		for {
+			select {
+			case id := <-created.C:
+				if id != taskstate.EventResync {
+					follow(id, true)
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return t, nil
 }

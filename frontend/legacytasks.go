@@ -57,8 +57,18 @@ func (s *Server) callLegacyTool(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if len(p.Task) > 0 && string(p.Task) != "null" {
-		if p.Task[0] != '{' {
-			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: task must be an object")
+		var task struct {
+			TTL *float64 `json:"ttl"`
+		}
+		if p.Task[0] != '{' || decodeJSON(p.Task, &task) != nil {
+			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: task must be an object with an optional ttl (ms)")
+		}
+		if task.TTL != nil {
+			ms := int64(*task.TTL)
+			if *task.TTL != float64(ms) || ms <= 0 {
+				return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: task.ttl must be a positive integer (ms), not %v", *task.TTL)
+			}
+			c.requestedTTL = &ms
 		}
 		def, err := s.catalog.get(ctx, p.Name)
 		if err != nil {
@@ -78,6 +88,10 @@ func (s *Server) callLegacyTool(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if ct, ok := res.(*proto.CreateTaskResult); ok {
+		// The session's GET stream follows the task (legacystream.go).
+		if err := s.store.AddSessionTask(ctx, c.session.Owner, c.session.ID, ct.Task.TaskID, s.cfg.SessionIdle); err != nil {
+			s.log.Warn("index a session's task for its GET stream", "task", ct.Task.TaskID, "err", err)
+		}
 		return &proto.LegacyCreateTaskResult{Meta: s.resultMeta, Task: proto.LegacyTaskOf(ct.Task)}, nil
 	}
 	return s.withMeta(res), nil
@@ -158,6 +172,8 @@ func (s *Server) legacyListTasks(ctx context.Context, c *call) (any, error) {
 // notifications/tasks/status and relaying its input requests on the
 // request's stream meanwhile, and answers what the call would have.
 // Leaving the wait does not cancel the task: the request only watches it.
+// Its stream is resumable (sselog.go): a client whose connection broke
+// resumes it with GET and Last-Event-ID on any front end.
 func (s *Server) legacyTaskResult(ctx context.Context, c *call) (any, error) {
 	ref, err := legacyTaskRef(c)
 	if err != nil {
@@ -174,11 +190,22 @@ func (s *Server) legacyTaskResult(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	c.watched = rec
-	start, wait := time.Now(), s.cfg.SyncWaitLimit
+	s.watchResumable(ctx, c, ref)
 	if !settled(rec) {
 		// The state the wait starts from, then each change.
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTaskStatus,
 			Params: proto.LegacyTaskOf(rec.Task())})
+	}
+	return s.awaitTaskResult(ctx, c, sub, rec)
+}
+
+// awaitTaskResult is the wait of a tasks/result (c.observer) from rec on,
+// and its answer: the task's result, with its related-task _meta.
+func (s *Server) awaitTaskResult(ctx context.Context, c *call, sub *taskstate.Subscription, rec *taskstate.Record) (any, error) {
+	ref := rec.Ref
+	start, wait := time.Now(), s.cfg.SyncWaitLimit
+	var err error
+	if !settled(rec) {
 		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
 			return nil, err
 		}

@@ -95,7 +95,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		caps, _ := encodeJSON(c.meta.ClientCapabilities)
 		p := taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
-			TTLMs: s.ttlFor(inv.def), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
+			TTLMs: s.ttlFor(inv.def, c.requestedTTL), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
 		}
@@ -143,6 +143,9 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		}
 		if handOut {
 			return createTaskResult(rec), nil
+		}
+		if c.session != nil && c.req.Method == proto.MethodToolsCall {
+			s.holdResumable(ctx, c, ref)
 		}
 	}
 
@@ -247,6 +250,14 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 		defer t.Stop()
 		keepAlive = t.C
 	}
+	var prime <-chan time.Time
+	if c.resp.log != nil && !c.resp.resumable() {
+		// A held legacy call still running after the sync budget opens its
+		// stream, so its first event id lets a client resume it.
+		t := time.NewTimer(s.cfg.SyncBudget)
+		defer t.Stop()
+		prime = t.C
+	}
 	for {
 		select {
 		case payload := <-sub.C:
@@ -274,10 +285,14 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 			return s.store.Get(ctx, ref)
 		case <-keepAlive:
 			c.resp.keepAlive()
+		case <-prime:
+			c.resp.keepAlive()
 		case <-ctx.Done():
 			// The client went away, or its key was revoked: nobody can
-			// receive this call's answer.
-			if !c.observer {
+			// receive this call's answer, unless it resumes the stream
+			// (sselog.go; the task then runs on, bounded by its TTL).
+			resumable := c.resp.resumable() && !errors.Is(context.Cause(ctx), errRevoked)
+			if !c.observer && !resumable {
 				_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
 			}
 			return nil, endedBy(ctx)
@@ -442,18 +457,23 @@ func (s *Server) unscheduled(ctx context.Context, rec *taskstate.Record) {
 		Error: proto.NewError(proto.CodeInternalError, "Internal error: the task could not be scheduled")})
 }
 
-// ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is unlimited.
-func (s *Server) ttlFor(def *taskstate.ToolDef) *int64 {
+// ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is
+// unlimited. A requested TTL (a 2025-11-25 task.ttl; nil: none) shortens it,
+// never lengthens it.
+func (s *Server) ttlFor(def *taskstate.ToolDef, requested *int64) *int64 {
 	ttl := s.cfg.DefaultTTL
 	switch {
 	case def.TTLMs == taskstate.UnlimitedTTL && s.cfg.AllowUnlimitedTTL:
-		return nil
+		return requested
 	case def.TTLMs == taskstate.UnlimitedTTL:
 		ttl = s.cfg.MaxTTL
 	case def.TTLMs > 0:
 		ttl = time.Duration(def.TTLMs) * time.Millisecond
 	}
 	ms := min(ttl, s.cfg.MaxTTL).Milliseconds()
+	if requested != nil && *requested < ms {
+		ms = *requested
+	}
 	return &ms
 }
 

@@ -66,6 +66,9 @@ type call struct {
 	// legacyTask: a 2025-11-25 tools/call with a task parameter, answered
 	// with a task at once.
 	legacyTask bool
+	// requestedTTL is that parameter's ttl (ms; nil: none asked), honoured
+	// up to the tool's TTL (ttlFor).
+	requestedTTL *int64
 	// observer: the request only watches a task (2025-11-25 tasks/result);
 	// leaving or timing out does not cancel it.
 	observer bool
@@ -73,6 +76,9 @@ type call struct {
 	// when the wait began: its status changes go out as
 	// notifications/tasks/status on the request's stream.
 	watched *taskstate.Record
+	// asked holds the input request keys a resumed call's stream carried
+	// already (sselog.go); relayInput does not ask them again.
+	asked map[string]bool
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.

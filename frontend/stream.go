@@ -16,6 +16,9 @@ type responder struct {
 	sseOK     bool // the client accepts text/event-stream
 	streaming bool
 	done      bool
+	// log, when set, makes the stream resumable (sselog.go): each event is
+	// appended to the session's Redis log first and carries its id.
+	log *eventLog
 }
 
 func newResponder(w http.ResponseWriter, r *http.Request) *responder {
@@ -47,6 +50,11 @@ func (r *responder) startStream() bool {
 	h.Set("X-Accel-Buffering", "no")
 	r.w.WriteHeader(http.StatusOK)
 	r.streaming = true
+	if r.log != nil && r.log.prime {
+		// An event id before anything else, so a client that loses the
+		// connection can resume (2025-11-25 transports, POST streams).
+		r.event(nil, false)
+	}
 	return true
 }
 
@@ -62,7 +70,7 @@ func (r *responder) notify(msg any) bool {
 	if !r.startStream() {
 		return false
 	}
-	r.event(b)
+	r.event(b, false)
 	return true
 }
 
@@ -77,7 +85,19 @@ func (r *responder) keepAlive() {
 	}
 }
 
-func (r *responder) event(b []byte) {
+// event writes one SSE event (b nil: a priming event, an id and empty
+// data); final marks the request's final response.
+func (r *responder) event(b []byte, final bool) {
+	if r.log != nil {
+		if id := r.log.append(b, final); id != "" {
+			_, _ = r.w.Write([]byte("id: " + id + "\n"))
+		}
+	}
+	if b == nil {
+		_, _ = r.w.Write([]byte("data:\n\n"))
+		r.flush()
+		return
+	}
 	_, _ = r.w.Write([]byte("event: message\ndata: "))
 	_, _ = r.w.Write(b)
 	_, _ = r.w.Write([]byte("\n\n"))
@@ -97,7 +117,7 @@ func (r *responder) finish(status int, b []byte) {
 	defer r.mu.Unlock()
 	r.done = true
 	if r.streaming {
-		r.event(b)
+		r.event(b, true)
 		return
 	}
 	r.w.Header().Set("Content-Type", "application/json")

@@ -65,6 +65,7 @@ func (s *Store) Session(ctx context.Context, owner, id string, idle time.Duratio
 		all = p.HGetAll(ctx, key)
 		p.PExpire(ctx, key, idle)
 		p.PExpire(ctx, s.keys.SessionSubscriptions(owner, id), idle)
+		p.PExpire(ctx, s.keys.SessionTasks(owner, id), idle)
 		return nil
 	})
 	if err != nil {
@@ -101,7 +102,9 @@ func (s *Store) DeleteSession(ctx context.Context, owner, id string) error {
 	if n == 0 {
 		return ErrNoSession
 	}
-	return nil
+	// What the session's streams kept goes with it (the stream logs expire
+	// on their own: without the session nothing can resume them).
+	return s.rdb.Del(ctx, s.keys.SessionGetStream(owner, id), s.keys.SessionTasks(owner, id)).Err()
 }
 
 // MaxSessionSubscriptions bounds the resources one legacy session may

@@ -28,7 +28,20 @@ async function main() {
     related.push(req.params._meta?.['io.modelcontextprotocol/related-task']?.taskId);
     return { action: 'accept', content: { confirm: true } };
   });
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  // What the transport did, on stderr with the steps: each HTTP exchange
+  // and each error it reported (a broken stream, a failed reconnect).
+  const t0 = Date.now();
+  const note = (m) => process.stderr.write(`  ${Date.now() - t0}ms ${m}\n`);
+  client.onerror = (e) => note(`transport error: ${e && e.message}`);
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    fetch: async (u, init) => {
+      const what = `${init.method} ${String(init.body || init.headers?.get?.('last-event-id') || '').slice(0, 100)}`;
+      note(what);
+      const res = await fetch(u, init);
+      note(`  ${res.status} ${res.headers.get('content-type') || ''}`);
+      return res;
+    },
+  });
   step(1, 'await client.connect(transport);');
   await client.connect(transport);
   must(transport.sessionId, 'no Mcp-Session-Id after initialize');

@@ -48,6 +48,13 @@ func main() {
 	}
 	var n atomic.Uint64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Full duplex: otherwise net/http closes the request body when the
+		// response headers go out, the transport's last read of it (for
+		// its EOF) fails, and an SSE response is cut short ("use of closed
+		// network connection", golang/go#40747).
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			log.Printf("full duplex: %v", err)
+		}
 		backends[n.Add(1)%uint64(len(backends))].ServeHTTP(w, r)
 	})
 	log.Fatal(http.ListenAndServe(*addr, h))

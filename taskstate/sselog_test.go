@@ -1,0 +1,76 @@
+package taskstate_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// TestStreamEvents: a session stream's log keeps its messages in order
+// with increasing ids, at most MaxStreamEvents of them (the oldest go),
+// expiring with the session's idle time; the held call it answers is read
+// back, and another owner or stream finds neither.
+func TestStreamEvents(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		c := ctx(t)
+		owner, sess, stream := taskstate.OwnerTag(principal), taskstate.NewID(), "c."+taskstate.NewID()
+		call := &taskstate.StreamCall{RequestID: json.RawMessage(`"call-1"`), TaskID: taskstate.NewID(), ProgressToken: json.RawMessage(`7`)}
+		prime, err := e.s.AppendStreamEvent(c, owner, sess, stream, nil, false, call, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{prime}
+		n := taskstate.MaxStreamEvents + 10
+		for i := 1; i < n; i++ {
+			id, err := e.s.AppendStreamEvent(c, owner, sess, stream, []byte(`{"n":`+strconv.Itoa(i)+`}`), i == n-1, nil, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !taskstate.EntryAfter(id, ids[len(ids)-1]) || taskstate.EntryAfter(ids[len(ids)-1], id) {
+				t.Fatalf("entry %s does not follow %s", id, ids[len(ids)-1])
+			}
+			ids = append(ids, id)
+		}
+		got, err := e.s.StreamEvents(c, owner, sess, stream)
+		if err != nil || len(got) != taskstate.MaxStreamEvents {
+			t.Fatalf("StreamEvents: %d events, %v; want the newest %d", len(got), err, taskstate.MaxStreamEvents)
+		}
+		first := n - taskstate.MaxStreamEvents
+		if got[0].ID != ids[first] || string(got[0].Data) != `{"n":`+strconv.Itoa(first)+`}` || got[0].Final {
+			t.Errorf("oldest kept %+v, want entry %s", got[0], ids[first])
+		}
+		if last := got[len(got)-1]; last.ID != ids[n-1] || !last.Final {
+			t.Errorf("newest %+v, want the final entry %s", last, ids[n-1])
+		}
+		for _, key := range []string{e.s.Keys().SessionEvents(owner, sess, stream), e.s.Keys().SessionStreamCall(owner, sess, stream)} {
+			if left := b.Client.PTTL(c, key).Val(); left <= 0 || left > time.Hour {
+				t.Errorf("%s expires in %s, want the session's idle time", key, left)
+			}
+		}
+		sc, err := e.s.StreamCallOf(c, owner, sess, stream)
+		if err != nil || string(sc.RequestID) != `"call-1"` || sc.TaskID != call.TaskID || string(sc.ProgressToken) != `7` {
+			t.Fatalf("StreamCallOf = %+v, %v", sc, err)
+		}
+		other := taskstate.OwnerTag("mallory")
+		if _, err := e.s.StreamCallOf(c, other, sess, stream); !errors.Is(err, taskstate.ErrNoStream) {
+			t.Errorf("another owner's StreamCallOf: %v", err)
+		}
+		if evs, err := e.s.StreamEvents(c, other, sess, stream); err != nil || len(evs) != 0 {
+			t.Errorf("another owner's StreamEvents: %d, %v", len(evs), err)
+		}
+		for _, c := range [][2]string{{"1-0", "0-9"}, {"2-1", "2-0"}, {"10-0", "9-5"}} {
+			if !taskstate.EntryAfter(c[0], c[1]) || taskstate.EntryAfter(c[1], c[0]) {
+				t.Errorf("EntryAfter(%s, %s) wrong", c[0], c[1])
+			}
+		}
+		if taskstate.EntryAfter("x", "0-0") || taskstate.EntryAfter("1-0", "junk") || taskstate.EntryAfter("1-0", "1-0") {
+			t.Error("EntryAfter accepts what is not a later entry id")
+		}
+	})
+}
