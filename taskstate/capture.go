@@ -186,7 +186,8 @@ type JobError struct{ Err error }
 func (e *JobError) Error() string { return "enqueue job: " + e.Err.Error() }
 func (e *JobError) Unwrap() error { return e.Err }
 
-// runWithJob runs create.lua and then the captured job in one pipeline. A
+// runWithJob runs create.lua, then the captured job and the wake-up of its
+// queue (Keys.Wake: idle workers dequeue at once) in one pipeline. A
 // NOSCRIPT (after a SCRIPT FLUSH or a Redis restart) resends that script
 // with its source, record first.
 func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ...any) (replayed string, recErr, jobErr error) {
@@ -199,11 +200,14 @@ func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ..
 		if recErr != nil {
 			return replayed, recErr, nil
 		}
-		return "", replicaErr, jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), s.rdb, job)
+		return "", replicaErr, s.jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), job, true)
 	}
 	pipe := s.rdb.Pipeline()
 	rc := createScript.EvalSha(ctx, pipe, keys, args...)
 	jc := pipe.EvalSha(ctx, job.sha, job.keys, job.args...)
+	if ch, ok := s.wakeChannel(job); ok {
+		pipe.Publish(ctx, ch, "") // after the job: a woken worker finds it; its answer does not matter
+	}
 	wc := s.addWait(ctx, pipe) // Options.WaitReplicas: covers the record and the job
 	_, _ = pipe.Exec(ctx)
 	var replicaErr error
@@ -217,19 +221,25 @@ func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ..
 	}
 	replayed, err := createReply(rc)
 	if err != nil {
-		return replayed, err, jobResult(ctx, jc, s.rdb, job)
+		return replayed, err, s.jobResult(ctx, jc, job, false)
 	}
 	if replicaErr != nil {
-		return "", replicaErr, jobResult(ctx, jc, s.rdb, job)
+		return "", replicaErr, s.jobResult(ctx, jc, job, false)
 	}
-	return "", nil, jobResult(ctx, jc, s.rdb, job)
+	return "", nil, s.jobResult(ctx, jc, job, false)
 }
 
 // jobResult reads the answer of asynq's enqueue script (1 enqueued, 0 the id
-// is taken), resending it with its source after a NOSCRIPT.
-func jobResult(ctx context.Context, jc *redis.Cmd, rdb redis.UniversalClient, job *Job) error {
+// is taken), resending it with its source after a NOSCRIPT. It publishes
+// the queue's wake-up after an enqueue that was not pipelined with one
+// (wake), or was resent after it.
+func (s *Store) jobResult(ctx context.Context, jc *redis.Cmd, job *Job, wake bool) error {
 	if isNoScript(jc.Err()) {
-		jc = rdb.Eval(ctx, job.src, job.keys, job.args...)
+		jc = s.rdb.Eval(ctx, job.src, job.keys, job.args...)
+		wake = true
+	}
+	if ch, ok := s.wakeChannel(job); ok && wake && jc.Err() == nil {
+		s.rdb.Publish(ctx, ch, "") // lost, it costs a poll interval: its error is not the create's
 	}
 	n, err := jc.Int64()
 	switch {
@@ -239,6 +249,24 @@ func jobResult(ctx context.Context, jc *redis.Cmd, rdb redis.UniversalClient, jo
 		return ErrJobConflict
 	}
 	return nil
+}
+
+// wakeChannel is the wake channel (Keys.Wake) of the queue of a captured
+// enqueue: its KEYS[2] is the queue's pending list. ok is false for a queue
+// outside this store's prefix.
+func (s *Store) wakeChannel(job *Job) (string, bool) {
+	if len(job.keys) != 2 {
+		return "", false
+	}
+	q, ok := AsynqPendingQueue(job.keys[1])
+	if !ok {
+		return "", false
+	}
+	name, ok := s.keys.QueueName(q)
+	if !ok {
+		return "", false
+	}
+	return s.keys.Wake(name), true
 }
 
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }

@@ -284,9 +284,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		id, _ := asynq.GetTaskID(jctx)
 		return w.process(jctx, id, t.Payload())
 	})
-	srvs, err := w.startServers(mux, named)
+	srvs, waiters, err := w.startServers(mux, named)
 	if err != nil {
 		return err
+	}
+	wctx, stopWakes := context.WithCancel(ctx)
+	defer stopWakes()
+	if err := w.listenWakes(wctx, hub, waiters); err != nil {
+		w.release(waiters)
+		for _, srv := range srvs {
+			srv.Shutdown()
+		}
+		return fmt.Errorf("worker: subscribe to wake-ups: %w", err)
 	}
 	w.log.Info("worker started", "entries", n, "queues", w.groups(named))
 	close(w.ready)
@@ -314,6 +323,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			w.stopping.Store(true)
+			w.release(waiters) // a held dequeue would hold up Stop
 			for _, srv := range srvs {
 				srv.Stop()
 			}
@@ -366,22 +376,29 @@ func (w *Worker) groups(named map[string]int) map[string]int {
 }
 
 // startServers starts the asynq servers: one per queue of Config.Queues,
-// or one for all the queues named (the default).
-func (w *Worker) startServers(mux *asynq.ServeMux, named map[string]int) ([]*asynq.Server, error) {
+// or one for all the queues named (the default), each with the waiter of
+// its wake-ups (wake.go).
+func (w *Worker) startServers(mux *asynq.ServeMux, named map[string]int) ([]*asynq.Server, []*waiter, error) {
+	hold, interval := pollTiming(w.cfg.TaskCheckInterval)
+	var waiters []*waiter
 	server := func(concurrency int, queues ...string) *asynq.Server {
 		qs := make(map[string]int, len(queues))
+		names := make([]string, 0, len(queues))
 		for _, q := range queues {
 			qs[w.store.Keys().Queue(q)] = 1
+			names = append(names, w.store.Keys().Queue(q))
 		}
+		wt := newWaiter(hold, names, w.metrics.holding.Add, w.metrics.woken.Inc)
+		waiters = append(waiters, wt)
 		var delayedCheck time.Duration // asynq's default, 5s
 		if len(w.cfg.MaxRunningPerPrincipal) > 0 {
 			delayedCheck = w.cfg.BusyDelay // jobs over a share come back after BusyDelay, not up to 5s later
 		}
-		return asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
+		return asynq.NewServerFromRedisClient(&wakeClient{UniversalClient: w.cfg.Redis, w: wt}, asynq.Config{
 			Concurrency:              concurrency,
 			DelayedTaskCheckInterval: delayedCheck,
 			Queues:                   qs,
-			TaskCheckInterval:        w.cfg.TaskCheckInterval,
+			TaskCheckInterval:        interval,
 			ShutdownTimeout:          w.cfg.ShutdownTimeout,
 			RetryDelayFunc:           job.RetryDelay,
 			Logger:                   asynqLogger{w.log},
@@ -402,13 +419,14 @@ func (w *Worker) startServers(mux *asynq.ServeMux, named map[string]int) ([]*asy
 	}
 	for i, srv := range srvs {
 		if err := srv.Start(mux); err != nil {
+			w.release(waiters)
 			for _, started := range srvs[:i] {
 				started.Shutdown()
 			}
-			return nil, fmt.Errorf("worker: start asynq: %w", err)
+			return nil, nil, fmt.Errorf("worker: start asynq: %w", err)
 		}
 	}
-	return srvs, nil
+	return srvs, waiters, nil
 }
 
 // publish writes the definitions of the entries this worker serves and
@@ -806,5 +824,12 @@ type asynqLogger struct{ l *slog.Logger }
 func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
 func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
 func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) {
+	msg := fmt.Sprint(args...)
+	if strings.Contains(msg, errReleased.Error()) { // how a stopping worker ends a hold (wake.go)
+		a.l.Debug(msg)
+		return
+	}
+	a.l.Error(msg)
+}
 func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
