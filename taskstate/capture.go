@@ -252,21 +252,86 @@ func (s *Store) jobResult(ctx context.Context, jc *redis.Cmd, job *Job, wake boo
 }
 
 // wakeChannel is the wake channel (Keys.Wake) of the queue of a captured
-// enqueue: its KEYS[2] is the queue's pending list. ok is false for a queue
-// outside this store's prefix.
-func (s *Store) wakeChannel(job *Job) (string, bool) {
-	if len(job.keys) != 2 {
+// enqueue.
+func (s *Store) wakeChannel(job *Job) (string, bool) { return wakeChannel(s.keys, job.keys) }
+
+// wakeChannel is the wake channel (Keys.Wake) of the queue of asynq's
+// enqueue script called with keys: its KEYS[2] is the queue's pending
+// list. ok is false for a queue outside the prefix of k.
+func wakeChannel(k Keys, keys []string) (string, bool) {
+	if len(keys) != 2 {
 		return "", false
 	}
-	q, ok := AsynqPendingQueue(job.keys[1])
+	q, ok := AsynqPendingQueue(keys[1])
 	if !ok {
 		return "", false
 	}
-	name, ok := s.keys.QueueName(q)
+	name, ok := k.QueueName(q)
 	if !ok {
 		return "", false
 	}
-	return s.keys.Wake(name), true
+	return k.Wake(name), true
 }
 
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+// WakingClient is a Redis client for an asynq.Client whose enqueues wake
+// the idle workers of the job's queue (worker/wake.go): asynq's enqueue
+// script goes out in one pipeline with the PUBLISH on the queue's wake
+// channel (Keys.Wake), after it. Every other call goes to Redis unchanged.
+// Create pipelines its own wake-up; this is for the enqueues made outside a
+// create (a resume after input, a takeover, a stranded task's recovery).
+type WakingClient struct {
+	redis.UniversalClient
+	keys Keys
+}
+
+// NewWakingClient wraps rdb for the queues of keys' prefix.
+func NewWakingClient(rdb redis.UniversalClient, keys Keys) *WakingClient {
+	return &WakingClient{UniversalClient: rdb, keys: keys}
+}
+
+// EvalSha runs the call; asynq's enqueue script with a wake-up.
+func (c *WakingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	ch, ok := c.wakes(sha, keys)
+	if !ok {
+		return c.UniversalClient.EvalSha(ctx, sha, keys, args...)
+	}
+	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.EvalSha(ctx, sha, keys, args...) })
+}
+
+// Eval runs the call as EvalSha does (go-redis sends the source after a
+// NOSCRIPT).
+func (c *WakingClient) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	sum := sha1.Sum([]byte(src))
+	ch, ok := c.wakes(hex.EncodeToString(sum[:]), keys)
+	if !ok {
+		return c.UniversalClient.Eval(ctx, src, keys, args...)
+	}
+	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.Eval(ctx, src, keys, args...) })
+}
+
+// wakes is the wake channel of an enqueue script call's queue.
+func (c *WakingClient) wakes(sha string, keys []string) (string, bool) {
+	if sha != asynqEnqueueSHA {
+		return "", false
+	}
+	return wakeChannel(c.keys, keys)
+}
+
+// withWake sends the call and then the wake-up: in one pipeline, or one
+// after the other on a cluster (a PUBLISH has no slot to share).
+func (c *WakingClient) withWake(ctx context.Context, ch string, call func(redis.Cmdable) *redis.Cmd) *redis.Cmd {
+	if _, cluster := c.UniversalClient.(*redis.ClusterClient); cluster {
+		cmd := call(c.UniversalClient)
+		if cmd.Err() == nil {
+			c.UniversalClient.Publish(ctx, ch, "")
+		}
+		return cmd
+	}
+	pipe := c.UniversalClient.Pipeline()
+	cmd := call(pipe)
+	pipe.Publish(ctx, ch, "") // a lost wake-up costs a poll interval: its answer does not matter
+	_, _ = pipe.Exec(ctx)
+	return cmd
+}

@@ -160,6 +160,40 @@ func TestCreateWakesTheJobsQueue(t *testing.T) {
 	})
 }
 
+func TestWakingClientWakesTheJobsQueue(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newCaptureEnv(t, b)
+		enq := asynq.NewClientFromRedisClient(taskstate.NewWakingClient(b.Client, e.s.Keys()))
+		hub := taskstate.NewHub(b.Client)
+		defer hub.Close()
+		wake, err := hub.Subscribe(ctx(t), e.s.Keys().Wake("default"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wake.Close()
+		for i := range 3 { // after a script flush, go-redis sends the source: that wakes too
+			if i == 2 {
+				if err := b.Client.ScriptFlush(ctx(t)).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ref := newRef()
+			if err := job.Enqueue(ctx(t), enq, ref, 1, e.queue, time.Hour); err != nil {
+				t.Fatalf("Enqueue: %v", err)
+			}
+			select {
+			case <-wake.C:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("enqueue %d: no wake-up on the queue's channel", i)
+			}
+			if _, err := e.inspect.GetTaskInfo(e.queue, job.ID(ref, 1)); err != nil {
+				t.Fatalf("the job is not queued: %v", err)
+			}
+		}
+	})
+}
+
 func TestCreateWithJobAfterScriptFlush(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {

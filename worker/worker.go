@@ -48,7 +48,9 @@ type Config struct {
 	// queue its catalog entry names.
 	ToolQueues map[string]string
 	// TaskCheckInterval is how often an idle asynq server polls for jobs
-	// (default 20ms, for interactive latency).
+	// (default 20ms). A new job's wake-up delivers it at once (wake.go),
+	// so the poll only bounds the wait of a job whose wake-up was lost, to
+	// 1.5 × TaskCheckInterval, as with polling alone.
 	TaskCheckInterval time.Duration
 	// CatalogInterval is how often the worker heartbeats the entries it
 	// serves and publishes their definitions again (default 5s). An entry
@@ -277,7 +279,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer stops.Close()
 	go w.routeStops(ctx, stops)
-	client := asynq.NewClientFromRedisClient(w.cfg.Redis)
+	// Its enqueues (takeover, stranded-task recovery) wake idle workers.
+	client := asynq.NewClientFromRedisClient(taskstate.NewWakingClient(w.cfg.Redis, w.store.Keys()))
 	w.requeue = client
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(job.Type, func(jctx context.Context, t *asynq.Task) error {
