@@ -52,8 +52,9 @@ const asynqDequeueSHA = "a8153319360adc71cdc370107f8ab9786f204765"
 const asynqLease = 30 * time.Second
 
 // maxHold caps a hold: asynq counts the lease of the job a hold returns
-// from before the hold, and renews it every few seconds while it is valid.
-const maxHold = asynqLease / 3
+// from before the hold, and renews it every 5 s while it is valid (its
+// heartbeater), so 10 s of it must be left.
+const maxHold = asynqLease * 2 / 3
 
 // pollTiming splits the worst-case pickup delay of a lost wake-up, 1.5 ×
 // interval (the old poll's longest sleep), into a hold and the

@@ -17,8 +17,8 @@ import (
 )
 
 // The wake path (worker/wake.go). Its workers poll once an hour: a hold
-// lasts at most 10 s, after which asynq sleeps for most of the hour, so
-// within a test only a wake-up delivers a job to them.
+// lasts at most 20 s, after which asynq sleeps for most of the hour, so
+// within a test (bound, 10 s) only a wake-up delivers a job to them.
 const noPoll = time.Hour
 
 // wakeWorker is a worker started by a test, with its registry and the
@@ -180,7 +180,7 @@ func TestWakeShutdownWhileHoldingIsPrompt(t *testing.T) {
 	ww := h.startWake(t, "w", noPoll, make(chan string))
 	ww.holding(t)
 	ww.stop()
-	// Without the hold's release, Run returns after the hold (10 s) and
+	// Without the hold's release, Run returns after the hold (20 s) and
 	// asynq's sleep (most of an hour).
 	if err := recv(t, ww.done, "Run to return"); err != nil {
 		t.Fatalf("Run: %v", err)
