@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -90,7 +91,9 @@ func (c *call) tasksDeclared() bool {
 func New(cfg Config) (*Server, error) {
 	captureJobs := cfg.Enqueuer == nil && cfg.Redis != nil
 	if captureJobs {
-		cfg.Enqueuer = asynq.NewClientFromRedisClient(taskstate.NewJobCapture(cfg.Redis))
+		keys := taskstate.Keys{Prefix: cmp.Or(cfg.Prefix, taskstate.DefaultPrefix)}
+		// Enqueues outside a create (a resume after input) wake idle workers too.
+		cfg.Enqueuer = asynq.NewClientFromRedisClient(taskstate.NewJobCapture(taskstate.NewWakingClient(cfg.Redis, keys)))
 	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err

@@ -186,7 +186,8 @@ type JobError struct{ Err error }
 func (e *JobError) Error() string { return "enqueue job: " + e.Err.Error() }
 func (e *JobError) Unwrap() error { return e.Err }
 
-// runWithJob runs create.lua and then the captured job in one pipeline. A
+// runWithJob runs create.lua, then the captured job and the wake-up of its
+// queue (Keys.Wake: idle workers dequeue at once) in one pipeline. A
 // NOSCRIPT (after a SCRIPT FLUSH or a Redis restart) resends that script
 // with its source, record first.
 func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ...any) (replayed string, recErr, jobErr error) {
@@ -199,11 +200,14 @@ func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ..
 		if recErr != nil {
 			return replayed, recErr, nil
 		}
-		return "", replicaErr, jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), s.rdb, job)
+		return "", replicaErr, s.jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), job, true)
 	}
 	pipe := s.rdb.Pipeline()
 	rc := createScript.EvalSha(ctx, pipe, keys, args...)
 	jc := pipe.EvalSha(ctx, job.sha, job.keys, job.args...)
+	if ch, ok := s.wakeChannel(job); ok {
+		pipe.Publish(ctx, ch, "") // after the job: a woken worker finds it; its answer does not matter
+	}
 	wc := s.addWait(ctx, pipe) // Options.WaitReplicas: covers the record and the job
 	_, _ = pipe.Exec(ctx)
 	var replicaErr error
@@ -217,19 +221,25 @@ func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ..
 	}
 	replayed, err := createReply(rc)
 	if err != nil {
-		return replayed, err, jobResult(ctx, jc, s.rdb, job)
+		return replayed, err, s.jobResult(ctx, jc, job, false)
 	}
 	if replicaErr != nil {
-		return "", replicaErr, jobResult(ctx, jc, s.rdb, job)
+		return "", replicaErr, s.jobResult(ctx, jc, job, false)
 	}
-	return "", nil, jobResult(ctx, jc, s.rdb, job)
+	return "", nil, s.jobResult(ctx, jc, job, false)
 }
 
 // jobResult reads the answer of asynq's enqueue script (1 enqueued, 0 the id
-// is taken), resending it with its source after a NOSCRIPT.
-func jobResult(ctx context.Context, jc *redis.Cmd, rdb redis.UniversalClient, job *Job) error {
+// is taken), resending it with its source after a NOSCRIPT. It publishes
+// the queue's wake-up after an enqueue that was not pipelined with one
+// (wake), or was resent after it.
+func (s *Store) jobResult(ctx context.Context, jc *redis.Cmd, job *Job, wake bool) error {
 	if isNoScript(jc.Err()) {
-		jc = rdb.Eval(ctx, job.src, job.keys, job.args...)
+		jc = s.rdb.Eval(ctx, job.src, job.keys, job.args...)
+		wake = true
+	}
+	if ch, ok := s.wakeChannel(job); ok && wake && jc.Err() == nil {
+		s.rdb.Publish(ctx, ch, "") // lost, it costs a poll interval: its error is not the create's
 	}
 	n, err := jc.Int64()
 	switch {
@@ -241,4 +251,87 @@ func jobResult(ctx context.Context, jc *redis.Cmd, rdb redis.UniversalClient, jo
 	return nil
 }
 
+// wakeChannel is the wake channel (Keys.Wake) of the queue of a captured
+// enqueue.
+func (s *Store) wakeChannel(job *Job) (string, bool) { return wakeChannel(s.keys, job.keys) }
+
+// wakeChannel is the wake channel (Keys.Wake) of the queue of asynq's
+// enqueue script called with keys: its KEYS[2] is the queue's pending
+// list. ok is false for a queue outside the prefix of k.
+func wakeChannel(k Keys, keys []string) (string, bool) {
+	if len(keys) != 2 {
+		return "", false
+	}
+	q, ok := AsynqPendingQueue(keys[1])
+	if !ok {
+		return "", false
+	}
+	name, ok := k.QueueName(q)
+	if !ok {
+		return "", false
+	}
+	return k.Wake(name), true
+}
+
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+// WakingClient is a Redis client for an asynq.Client whose enqueues wake
+// the idle workers of the job's queue (worker/wake.go): asynq's enqueue
+// script goes out in one pipeline with the PUBLISH on the queue's wake
+// channel (Keys.Wake), after it. Every other call goes to Redis unchanged.
+// Create pipelines its own wake-up; this is for the enqueues made outside a
+// create (a resume after input, a takeover, a stranded task's recovery).
+type WakingClient struct {
+	redis.UniversalClient
+	keys Keys
+}
+
+// NewWakingClient wraps rdb for the queues of keys' prefix.
+func NewWakingClient(rdb redis.UniversalClient, keys Keys) *WakingClient {
+	return &WakingClient{UniversalClient: rdb, keys: keys}
+}
+
+// EvalSha runs the call; asynq's enqueue script with a wake-up.
+func (c *WakingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	ch, ok := c.wakes(sha, keys)
+	if !ok {
+		return c.UniversalClient.EvalSha(ctx, sha, keys, args...)
+	}
+	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.EvalSha(ctx, sha, keys, args...) })
+}
+
+// Eval runs the call as EvalSha does (go-redis sends the source after a
+// NOSCRIPT).
+func (c *WakingClient) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	sum := sha1.Sum([]byte(src))
+	ch, ok := c.wakes(hex.EncodeToString(sum[:]), keys)
+	if !ok {
+		return c.UniversalClient.Eval(ctx, src, keys, args...)
+	}
+	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.Eval(ctx, src, keys, args...) })
+}
+
+// wakes is the wake channel of an enqueue script call's queue.
+func (c *WakingClient) wakes(sha string, keys []string) (string, bool) {
+	if sha != asynqEnqueueSHA {
+		return "", false
+	}
+	return wakeChannel(c.keys, keys)
+}
+
+// withWake sends the call and then the wake-up: in one pipeline, or one
+// after the other on a cluster (a PUBLISH has no slot to share).
+func (c *WakingClient) withWake(ctx context.Context, ch string, call func(redis.Cmdable) *redis.Cmd) *redis.Cmd {
+	if _, cluster := c.UniversalClient.(*redis.ClusterClient); cluster {
+		cmd := call(c.UniversalClient)
+		if cmd.Err() == nil {
+			c.UniversalClient.Publish(ctx, ch, "")
+		}
+		return cmd
+	}
+	pipe := c.UniversalClient.Pipeline()
+	cmd := call(pipe)
+	pipe.Publish(ctx, ch, "") // a lost wake-up costs a poll interval: its answer does not matter
+	_, _ = pipe.Exec(ctx)
+	return cmd
+}

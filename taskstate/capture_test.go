@@ -116,8 +116,9 @@ func TestCreateSendsRecordAndJobInOneRoundTrip(t *testing.T) {
 		wantSingle, wantPipes := int64(0), int64(1)
 		if b.Cluster {
 			// The record and the job are in different slots (maybe on
-			// different nodes): Create sends them one after the other.
-			wantSingle, wantPipes = 2, 0
+			// different nodes): Create sends them one after the other,
+			// and the queue's wake-up after the job.
+			wantSingle, wantPipes = 3, 0
 		}
 		if d1, d2 := e.rt.single.Load()-single, e.rt.pipelines.Load()-pipes; d1 != wantSingle || d2 != wantPipes {
 			t.Fatalf("Create sent %d commands and %d pipelines, want %d and %d", d1, d2, wantSingle, wantPipes)
@@ -127,6 +128,68 @@ func TestCreateSendsRecordAndJobInOneRoundTrip(t *testing.T) {
 		}
 		if !e.queued(t, ref.ID) {
 			t.Fatal("the job is not queued")
+		}
+	})
+}
+
+func TestCreateWakesTheJobsQueue(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newCaptureEnv(t, b)
+		hub := taskstate.NewHub(b.Client)
+		defer hub.Close()
+		wake, err := hub.Subscribe(ctx(t), e.s.Keys().Wake("default"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wake.Close()
+		for range 2 { // the first learns asynq's script source
+			ref := newRef()
+			if _, err := e.create(t, ref, 0); err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			select {
+			case <-wake.C:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no wake-up on the queue's channel")
+			}
+			if !e.queued(t, ref.ID) { // a woken worker finds the job
+				t.Fatal("woken before the job was queued")
+			}
+		}
+	})
+}
+
+func TestWakingClientWakesTheJobsQueue(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newCaptureEnv(t, b)
+		enq := asynq.NewClientFromRedisClient(taskstate.NewWakingClient(b.Client, e.s.Keys()))
+		hub := taskstate.NewHub(b.Client)
+		defer hub.Close()
+		wake, err := hub.Subscribe(ctx(t), e.s.Keys().Wake("default"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wake.Close()
+		for i := range 3 { // after a script flush, go-redis sends the source: that wakes too
+			if i == 2 {
+				if err := b.Client.ScriptFlush(ctx(t)).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ref := newRef()
+			if err := job.Enqueue(ctx(t), enq, ref, 1, e.queue, time.Hour); err != nil {
+				t.Fatalf("Enqueue: %v", err)
+			}
+			select {
+			case <-wake.C:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("enqueue %d: no wake-up on the queue's channel", i)
+			}
+			if _, err := e.inspect.GetTaskInfo(e.queue, job.ID(ref, 1)); err != nil {
+				t.Fatalf("the job is not queued: %v", err)
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package taskstate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
@@ -114,6 +115,30 @@ func (k Keys) Owners() string { return k.Prefix + "owners" }
 // Queue is the asynq queue name of an mcpq queue: asynq's own keys carry no
 // prefix, so the prefix goes into the queue name to keep deployments apart.
 func (k Keys) Queue(name string) string { return k.Prefix + name }
+
+// QueueName is the mcpq queue name of an asynq queue name (Queue's
+// inverse); ok is false for a name without the prefix.
+func (k Keys) QueueName(asynqQueue string) (name string, ok bool) {
+	return strings.CutPrefix(asynqQueue, k.Prefix)
+}
+
+// Wake is where a new job on queue (an mcpq queue name) is announced, in
+// the same round trip as its enqueue, so an idle worker of the queue
+// dequeues it at once instead of at its next poll (worker/wake.go). The
+// payload is empty. Type: pub/sub channel.
+func (k Keys) Wake(queue string) string { return k.Prefix + "wake:" + queue }
+
+// AsynqPendingQueue is the asynq queue name in asynq's pending list key of
+// a queue, "asynq:{<queue>}:pending" (asynq v0.26.0, internal/base
+// PendingKey: one of the keys of its enqueue and dequeue scripts); ok is
+// false for any other key.
+func AsynqPendingQueue(key string) (queue string, ok bool) {
+	rest, ok := strings.CutPrefix(key, "asynq:{")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "}:pending")
+}
 
 // APIKeys maps the SHA-256 (hex) of a managed API key to its KeyInfo
 // (JSON). Only hashes are stored. Type: hash.

@@ -38,6 +38,8 @@ type metrics struct {
 	takeovers  *prometheus.CounterVec // action
 	expired    prometheus.Counter
 	running    prometheus.Gauge
+	holding    prometheus.Gauge   // asynq servers holding a dequeue for a wake-up (wake.go)
+	woken      prometheus.Counter // jobs a wake-up delivered
 }
 
 // Takeover actions (label "action" of mcpq_worker_takeovers_total).
@@ -89,12 +91,20 @@ func newMetrics(reg *prometheus.Registry, w *Worker) *metrics {
 			Name: "mcpq_worker_running_jobs",
 			Help: "Deliveries running on this worker now.",
 		}),
+		holding: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcpq_worker_idle_holds",
+			Help: "asynq servers of this worker whose queues are empty, waiting for a wake-up (docs/reliability.md, \"Job pickup\").",
+		}),
+		woken: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcpq_worker_woken_jobs_total",
+			Help: "Jobs an idle worker dequeued on a wake-up rather than on its poll.",
+		}),
 	}
 	for _, a := range []string{takeoverRerun, takeoverFailed, takeoverCancelled} {
 		m.takeovers.WithLabelValues(a) // shown at 0 from the start
 	}
 	reg.MustRegister(m.ended, m.pickup, m.duration, m.inputWaits, m.cancel, m.heartbeats,
-		m.takeovers, m.expired, m.running, &queueCollector{w: w})
+		m.takeovers, m.expired, m.running, m.holding, m.woken, &queueCollector{w: w})
 	return m
 }
 

@@ -48,7 +48,9 @@ type Config struct {
 	// queue its catalog entry names.
 	ToolQueues map[string]string
 	// TaskCheckInterval is how often an idle asynq server polls for jobs
-	// (default 20ms, for interactive latency).
+	// (default 20ms). A new job's wake-up delivers it at once (wake.go),
+	// so the poll only bounds the wait of a job whose wake-up was lost, to
+	// 1.5 × TaskCheckInterval, as with polling alone.
 	TaskCheckInterval time.Duration
 	// CatalogInterval is how often the worker heartbeats the entries it
 	// serves and publishes their definitions again (default 5s). An entry
@@ -277,16 +279,26 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer stops.Close()
 	go w.routeStops(ctx, stops)
-	client := asynq.NewClientFromRedisClient(w.cfg.Redis)
+	// Its enqueues (takeover, stranded-task recovery) wake idle workers.
+	client := asynq.NewClientFromRedisClient(taskstate.NewWakingClient(w.cfg.Redis, w.store.Keys()))
 	w.requeue = client
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(job.Type, func(jctx context.Context, t *asynq.Task) error {
 		id, _ := asynq.GetTaskID(jctx)
 		return w.process(jctx, id, t.Payload())
 	})
-	srvs, err := w.startServers(mux, named)
+	srvs, waiters, err := w.startServers(mux, named)
 	if err != nil {
 		return err
+	}
+	wctx, stopWakes := context.WithCancel(ctx)
+	defer stopWakes()
+	if err := w.listenWakes(wctx, hub, waiters); err != nil {
+		w.release(waiters)
+		for _, srv := range srvs {
+			srv.Shutdown()
+		}
+		return fmt.Errorf("worker: subscribe to wake-ups: %w", err)
 	}
 	w.log.Info("worker started", "entries", n, "queues", w.groups(named))
 	close(w.ready)
@@ -314,6 +326,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			w.stopping.Store(true)
+			w.release(waiters) // a held dequeue would hold up Stop
 			for _, srv := range srvs {
 				srv.Stop()
 			}
@@ -363,52 +376,6 @@ func (w *Worker) groups(named map[string]int) map[string]int {
 		return w.cfg.Queues
 	}
 	return named
-}
-
-// startServers starts the asynq servers: one per queue of Config.Queues,
-// or one for all the queues named (the default).
-func (w *Worker) startServers(mux *asynq.ServeMux, named map[string]int) ([]*asynq.Server, error) {
-	server := func(concurrency int, queues ...string) *asynq.Server {
-		qs := make(map[string]int, len(queues))
-		for _, q := range queues {
-			qs[w.store.Keys().Queue(q)] = 1
-		}
-		var delayedCheck time.Duration // asynq's default, 5s
-		if len(w.cfg.MaxRunningPerPrincipal) > 0 {
-			delayedCheck = w.cfg.BusyDelay // jobs over a share come back after BusyDelay, not up to 5s later
-		}
-		return asynq.NewServerFromRedisClient(w.cfg.Redis, asynq.Config{
-			Concurrency:              concurrency,
-			DelayedTaskCheckInterval: delayedCheck,
-			Queues:                   qs,
-			TaskCheckInterval:        w.cfg.TaskCheckInterval,
-			ShutdownTimeout:          w.cfg.ShutdownTimeout,
-			RetryDelayFunc:           job.RetryDelay,
-			Logger:                   asynqLogger{w.log},
-			LogLevel:                 asynq.WarnLevel,
-		})
-	}
-	var srvs []*asynq.Server
-	if len(w.cfg.Queues) == 0 {
-		queues := make([]string, 0, len(named))
-		for q := range named {
-			queues = append(queues, q)
-		}
-		srvs = append(srvs, server(w.cfg.Concurrency, queues...))
-	} else {
-		for q, n := range w.cfg.Queues {
-			srvs = append(srvs, server(n, q))
-		}
-	}
-	for i, srv := range srvs {
-		if err := srv.Start(mux); err != nil {
-			for _, started := range srvs[:i] {
-				started.Shutdown()
-			}
-			return nil, fmt.Errorf("worker: start asynq: %w", err)
-		}
-	}
-	return srvs, nil
 }
 
 // publish writes the definitions of the entries this worker serves and
@@ -799,12 +766,3 @@ func outcome(e *entry, res any, err error, cancelRequested bool) taskstate.Outco
 func failed(e *proto.Error) taskstate.Outcome {
 	return taskstate.Outcome{Status: proto.StatusFailed, Error: e, StatusMessage: e.Message}
 }
-
-// asynqLogger adapts slog to asynq's logger.
-type asynqLogger struct{ l *slog.Logger }
-
-func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
-func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
-func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
-func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }

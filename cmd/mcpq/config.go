@@ -147,7 +147,7 @@ func sharedFlags(fs *flag.FlagSet, lostAfter, maxTTL *time.Duration) {
 // workerFlags registers the worker's flags, defaulted from the environment.
 func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures, tools *string) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", envInt("MCPQ_CONCURRENCY", 10), "jobs run at once (env MCPQ_CONCURRENCY)")
-	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs (env MCPQ_TASK_CHECK_INTERVAL)")
+	fs.DurationVar(&cfg.TaskCheckInterval, "task-check-interval", envDuration("MCPQ_TASK_CHECK_INTERVAL", 20*time.Millisecond), "how often an idle worker polls for jobs; new jobs wake it, so this bounds a lost wake-up's delay (env MCPQ_TASK_CHECK_INTERVAL)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", envDuration("MCPQ_SHUTDOWN_TIMEOUT", 10*time.Second), "on SIGTERM, how long running jobs get to finish before they go back to the queue; keep a pod's terminationGracePeriodSeconds above it (env MCPQ_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&cfg.MaxLostDeliveries, "max-lost-deliveries", envInt("MCPQ_MAX_LOST_DELIVERIES", 3), "lost deliveries a task survives; one more ends it failed (env MCPQ_MAX_LOST_DELIVERIES)")
 	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance", "chaos" (env MCPQ_FIXTURES)`)
