@@ -266,6 +266,12 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 				s.relay(c, ev.Notification)
 				continue
 			}
+			if ev.Version > 0 {
+				if ev.Version <= c.seen {
+					continue // shown already (server.go, call.seen)
+				}
+				c.seen = ev.Version
+			}
 			if ev.Status == proto.StatusWorking && ev.StatusMessage != "" && c.session != nil {
 				s.statusProgress(c, ev.StatusMessage)
 			}
@@ -338,15 +344,16 @@ func (s *Server) relay(c *call, raw string) {
 
 // statusProgress sends a legacy call's statusMessage update as
 // notifications/progress (the 2025-11-25 client has no tasks/get to read it
-// from): one step past the last progress sent, with the message.
+// from): one step past the last progress sent, with the message; the
+// message sent last is not sent again.
 func (s *Server) statusProgress(c *call, msg string) {
-	if len(c.meta.ProgressToken) == 0 {
+	if len(c.meta.ProgressToken) == 0 || (c.progressSent && msg == c.progressMessage) {
 		return
 	}
 	if c.progressSent {
 		c.progress++
 	}
-	c.progressSent = true
+	c.progressSent, c.progressMessage = true, msg
 	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyProgress,
 		Params: proto.ProgressParams{ProgressToken: c.meta.ProgressToken, Progress: c.progress, Message: msg}})
 }

@@ -64,6 +64,9 @@ type call struct {
 	// calls number their statusMessage updates after it).
 	progress     float64
 	progressSent bool
+	// progressMessage is the message of that notification: the same
+	// statusMessage again (a stale event, see seen) is not sent twice.
+	progressMessage string
 	// legacyTask: a 2025-11-25 tools/call with a task parameter, answered
 	// with a task at once.
 	legacyTask bool
@@ -80,6 +83,12 @@ type call struct {
 	// asked holds the input request keys a resumed call's stream carried
 	// already (sselog.go); relayInput does not ask them again.
 	asked map[string]bool
+	// seen is the newest version of the task among the events this request
+	// took: awaitSettled skips events at or below it. A Redis Cluster
+	// delivers a publish to subscribers on other nodes later, so an event
+	// can arrive after a newer one, or after a subscription made once the
+	// change was shown (a resumed stream: progressMessage).
+	seen int64
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.

@@ -176,7 +176,7 @@ func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) 
 		}
 		var p proto.ProgressParams
 		if m.Method == proto.NotifyProgress && json.Unmarshal(m.Params, &p) == nil && (!c.progressSent || p.Progress > c.progress) {
-			c.progress, c.progressSent = p.Progress, true
+			c.progress, c.progressSent, c.progressMessage = p.Progress, true, p.Message
 		}
 		if m.Method == proto.NotifyTaskStatus {
 			_ = json.Unmarshal(m.Params, &status)
