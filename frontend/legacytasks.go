@@ -204,6 +204,7 @@ func (s *Server) legacyTaskResult(ctx context.Context, c *call) (any, error) {
 func (s *Server) awaitTaskResult(ctx context.Context, c *call, sub *taskstate.Subscription, rec *taskstate.Record) (any, error) {
 	ref := rec.Ref
 	start, wait := time.Now(), s.cfg.SyncWaitLimit
+	c.seen = max(c.seen, rec.Version) // its state went out: an event for it or older is stale
 	var err error
 	if !settled(rec) {
 		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {

@@ -83,8 +83,9 @@ type call struct {
 	// asked holds the input request keys a resumed call's stream carried
 	// already (sselog.go); relayInput does not ask them again.
 	asked map[string]bool
-	// seen is the newest version of the task among the events this request
-	// took: awaitSettled skips events at or below it. A Redis Cluster
+	// seen is the newest version of the task this request has shown (the
+	// events it took, the record a tasks/result starts from): awaitSettled
+	// skips events at or below it. A Redis Cluster
 	// delivers a publish to subscribers on other nodes later, so an event
 	// can arrive after a newer one, or after a subscription made once the
 	// change was shown (a resumed stream: progressMessage).
