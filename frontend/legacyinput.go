@@ -87,7 +87,7 @@ func (s *Server) relayInput(ctx context.Context, c *call, sub *taskstate.Subscri
 		if left <= 0 {
 			break
 		}
-		if rec, err = s.awaitSettled(ctx, c, sub, ref, left); err != nil {
+		if rec, err = s.awaitSettled(ctx, c, sub, ref, left, true); err != nil {
 			return nil, err
 		}
 	}

@@ -207,7 +207,7 @@ func (s *Server) awaitTaskResult(ctx context.Context, c *call, sub *taskstate.Su
 	c.seen = max(c.seen, rec.Version) // its state went out: an event for it or older is stale
 	var err error
 	if !settled(rec) {
-		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
+		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait, false); err != nil {
 			return nil, err
 		}
 	}

@@ -161,7 +161,9 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	}
 	waitStart := time.Now()
 	if !settled(rec) {
-		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
+		// Only a task policy answers a completed task with more than its
+		// result (createTaskResult).
+		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait, policy != proto.PolicyTask); err != nil {
 			return nil, err
 		}
 	}
@@ -238,8 +240,12 @@ func (s *Server) deliverAnswers(ctx context.Context, ref taskstate.Ref, inv invo
 
 // awaitSettled waits up to d for the task to end or to ask for input, woken
 // by its events (it does not poll); it relays the task's notifications to
-// the request meanwhile and returns the record as it is then.
-func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration) (*taskstate.Record, error) {
+// the request meanwhile and returns the record as it is then. A caller
+// that answers a completed task with its result alone (finalResult) sets
+// resultOnly: an event that carries the result then ends the wait without
+// reading the record (the record returned holds what the event said).
+func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration,
+	resultOnly bool) (*taskstate.Record, error) {
 	ctx, stopWatch := s.watchAuth(ctx, c)
 	defer stopWatch()
 	timer := time.NewTimer(d)
@@ -282,6 +288,10 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 			// the record tells whether the task settled meanwhile.
 			if !ev.Resync && !ev.Status.Terminal() && ev.Status != proto.StatusInputRequired {
 				continue
+			}
+			if resultOnly && ev.Status == proto.StatusCompleted && ev.Result != nil {
+				return &taskstate.Record{Ref: ref, Status: ev.Status, StatusMessage: ev.StatusMessage,
+					LastUpdatedAt: ev.LastUpdatedAt, Version: ev.Version, Result: ev.Result}, nil
 			}
 			rec, err := s.store.Get(ctx, ref)
 			if err != nil || settled(rec) {

@@ -241,7 +241,7 @@ func (s *Server) holdAgain(ctx context.Context, c *call, sub *taskstate.Subscrip
 	}
 	start, wait := time.Now(), s.cfg.SyncWaitLimit
 	if !settled(rec) {
-		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait); err != nil {
+		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait, false); err != nil {
 			return nil, err
 		}
 	}

@@ -12,9 +12,9 @@ import (
 
 // Payloads on a task's events channel:
 //
-//   - a state change: the JSON object scripts/prelude.lua's state_changed
+//   - a state change: the JSON object scripts/prelude.lua's announce
 //     publishes (the record's new version, status, statusMessage,
-//     lastUpdatedAt and cancel flag);
+//     lastUpdatedAt and cancel flag, and a completed task's short result);
 //   - EventExpired when the reaper removed the task;
 //   - EventNotifyPrefix followed by a JSON-RPC notification (progress, log)
 //     for the request waiting on the task;
@@ -51,6 +51,9 @@ type Event struct {
 	Expired bool
 	// Resync: events may have been lost; read the record.
 	Resync bool
+	// Result is a completed task's result (JSON) when the event carries it
+	// (EventResultMax): it is then the record's Result exactly.
+	Result json.RawMessage
 }
 
 // DecodeEvent reads a payload of a task's events channel. A payload it
@@ -77,12 +80,13 @@ func DecodeEvent(payload string) Event {
 		StatusMessage string           `json:"statusMessage"`
 		LastUpdatedAt string           `json:"lastUpdatedAt"`
 		Cancel        string           `json:"cancel"`
+		Result        json.RawMessage  `json:"result"`
 	}
 	if json.Unmarshal([]byte(payload), &w) != nil || w.Version <= 0 || !validStatus(w.Status) {
 		return Event{}
 	}
 	return Event{Status: w.Status, Version: w.Version, StatusMessage: w.StatusMessage,
-		LastUpdatedAt: parseMs(w.LastUpdatedAt), CancelRequested: w.Cancel == "1"}
+		LastUpdatedAt: parseMs(w.LastUpdatedAt), CancelRequested: w.Cancel == "1", Result: w.Result}
 }
 
 // validStatus reports whether st is one of the task statuses (not StatusNew).

@@ -2,6 +2,7 @@ package taskstate_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,4 +100,51 @@ func TestDecodeEvent(t *testing.T) {
 			t.Errorf("DecodeEvent(%q) = %+v, want %+v", c.payload, got, c.want)
 		}
 	}
+}
+
+// TestCompletedEventCarriesResult: the event of a completed task carries
+// its result, byte for byte what a read of the record gives, up to
+// EventResultMax bytes and only when no reservation settled (a receipt
+// joins the result on read); a waiting call answers from it alone.
+func TestCompletedEventCarriesResult(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		text := func(n int) json.RawMessage { // a result of exactly n bytes
+			const shell = `{"content":[{"type":"text","text":""}]}`
+			return json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", n-len(shell)) + `"}]}`)
+		}
+		finish := func(p taskstate.CreateParams, out taskstate.Outcome) (taskstate.Event, *taskstate.Record) {
+			t.Helper()
+			ref := e.create(t, p)
+			a := e.claim(t, ref)
+			w := e.watch(t, ref)
+			if err := e.s.Finish(ctx(t), ref, a, out); err != nil {
+				t.Fatal(err)
+			}
+			return taskstate.DecodeEvent(w.next(t)), e.get(t, ref)
+		}
+		for _, n := range []int{64, 65, 1000, taskstate.EventResultMax} {
+			out := outcome(proto.StatusCompleted)
+			out.Result = text(n)
+			ev, rec := finish(taskstate.CreateParams{}, out)
+			if ev.Status != proto.StatusCompleted || string(ev.Result) != string(rec.Result) || len(ev.Result) != n {
+				t.Fatalf("%d-byte result: event carries %d bytes (%+v), record %d", n, len(ev.Result), ev.Status, len(rec.Result))
+			}
+		}
+		out := outcome(proto.StatusCompleted)
+		out.Result = text(taskstate.EventResultMax + 1)
+		if ev, rec := finish(taskstate.CreateParams{}, out); ev.Result != nil || len(rec.Result) != taskstate.EventResultMax+1 {
+			t.Fatalf("a result over EventResultMax: event carries %d bytes, record %d", len(ev.Result), len(rec.Result))
+		}
+		if ev, _ := finish(taskstate.CreateParams{}, outcome(proto.StatusFailed)); ev.Result != nil || ev.Status != proto.StatusFailed {
+			t.Fatalf("failed: event %+v", ev)
+		}
+		e.credit(t, principal, 10)
+		one := int64(1)
+		ev, rec := finish(taskstate.CreateParams{Reserve: &one}, outcome(proto.StatusCompleted))
+		if ev.Result != nil || rec.Receipt == nil || !strings.Contains(string(rec.Result), string(proto.MetaReceipt)) {
+			t.Fatalf("billed: event result %s, record result %s", ev.Result, rec.Result)
+		}
+	})
 }

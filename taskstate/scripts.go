@@ -2,6 +2,7 @@ package taskstate
 
 import (
 	"embed"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -20,8 +21,18 @@ func loadScript(name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(luaTransitions() + luaCodes() + string(prelude) + string(body))
+	return redis.NewScript(luaTransitions() + luaCodes() + luaLimits + string(prelude) + string(body))
 }
+
+// EventResultMax is the largest result (JSON bytes) a completed task's
+// event carries (scripts/finish.lua), so a call waiting on the task answers
+// without reading the record back; longer results, and those of a task
+// whose reservation settled (the receipt joins the result on read), are
+// read from the record.
+const EventResultMax = 8 << 10
+
+// luaLimits renders the limits scripts share with Go as Lua locals.
+var luaLimits = "local EVENT_RESULT_MAX = " + strconv.Itoa(EventResultMax) + "\n"
 
 var (
 	createScript     = loadScript("create")

@@ -9,6 +9,8 @@
 -- is written as "cancelled" (without result or error) and CANCELLED returned.
 -- The task's reservation, if any, settles here (prelude settle(): failed
 -- releases it, the others charge the metered usage).
+-- A completed task's result up to EVENT_RESULT_MAX bytes is in its event
+-- (prelude announce), unless a reservation settled.
 -- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
 -- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns OK, CANCELLED (each as {code, receipt, tool} when a reservation
@@ -45,6 +47,10 @@ end
 redis.call('HSET', KEYS[1], unpack(fields))
 local receipt, tool = settle_task(ARGV[8], ARGV[3], ARGV[1])
 ended(ARGV[8])
-announce(ARGV[7], version, ARGV[3], ARGV[6], ARGV[1], f[5] or nil)
+-- A short result of an unbilled task rides on the event (EVENT_RESULT_MAX):
+-- it is all a waiting call answers with (a receipt joins it on read).
+local result = nil
+if ARGV[4] == 'result' and receipt == nil and #ARGV[5] <= EVENT_RESULT_MAX then result = ARGV[5] end
+announce(ARGV[7], version, ARGV[3], ARGV[6], ARGV[1], f[5] or nil, result)
 compact()
 return settled(OK, receipt, tool)

@@ -146,14 +146,19 @@ end
 
 -- announce: the one event format of a state change, published on the
 -- task's events channel; taskstate/events.go's DecodeEvent reads it:
--- {"version": n, "status": s, "statusMessage": m, "lastUpdatedAt": "ms", "cancel": "1"?}
+-- {"version": n, "status": s, "statusMessage": m, "lastUpdatedAt": "ms", "cancel": "1"?,
+--  "result": {...}?}
 -- A script that writes the new state itself (with 'version' = v, the
 -- record's count of changes) and knows these fields calls it directly
 -- (claim, progress: no read-back on the worker's hot path); the others
--- call state_changed.
-local function announce(channel, v, status, statusMessage, lastUpdatedAt, cancel)
-  redis.call('PUBLISH', channel, cjson.encode({version = v, status = status, statusMessage = statusMessage,
-    lastUpdatedAt = lastUpdatedAt, cancel = cancel}))
+-- call state_changed. result is the raw JSON of a completed task's result
+-- when finish.lua carries it (EVENT_RESULT_MAX): a waiting call answers
+-- from the event without reading the record.
+local function announce(channel, v, status, statusMessage, lastUpdatedAt, cancel, result)
+  local ev = cjson.encode({version = v, status = status, statusMessage = statusMessage,
+    lastUpdatedAt = lastUpdatedAt, cancel = cancel})
+  if result then ev = string.sub(ev, 1, -2) .. ',"result":' .. result .. '}' end
+  redis.call('PUBLISH', channel, ev)
 end
 
 -- state_changed: a script announces the task's new state (KEYS[1], the
