@@ -81,11 +81,24 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	} else {
 		ref = taskstate.Ref{Owner: owner, ID: taskstate.NewID()}
 		handOut := (policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0) || c.legacyTask
-		if !handOut {
-			// Subscribe before the create, so no state change can be missed.
-			if sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref)); err != nil {
-				return nil, err
-			}
+		// Subscribe before the create, so no state change can be missed. A
+		// call that relays no notification (no progress token, no log
+		// level) needs only the states, so it waits for Redis's confirmation
+		// after the create (one round trip less): the create counts the
+		// channel's subscribers first, and when ours was not among them
+		// yet, the record is read once the subscription is confirmed.
+		overlap := !handOut && len(c.meta.ProgressToken) == 0 && proto.LoggingLevel(c.meta.LogLevel).Severity() < 0
+		var listening bool
+		switch {
+		case overlap:
+			sub, err = s.hub.Start(ctx, s.store.Keys().Events(ref))
+		case !handOut:
+			sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if sub != nil {
 			defer sub.Close()
 		}
 		if s.cfg.MaxArgumentBytes > 0 && int64(len(inv.args)) > s.cfg.MaxArgumentBytes {
@@ -98,6 +111,9 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 			TTLMs: s.ttlFor(inv.def, c.requestedTTL), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
+		}
+		if overlap {
+			p.Listening = &listening
 		}
 		if err := s.bill(c, inv, &p); err != nil {
 			return nil, err
@@ -143,6 +159,16 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		}
 		if handOut {
 			return createTaskResult(rec), nil
+		}
+		if overlap && rec.Ref == ref {
+			if sub.Confirmed(ctx) != nil {
+				return nil, s.abandoned(ctx, c, ref)
+			}
+			if !listening { // an event may have come before the subscription
+				if rec, err = s.store.Get(ctx, ref); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if c.session != nil && c.req.Method == proto.MethodToolsCall {
 			s.holdResumable(ctx, c, ref)
@@ -304,16 +330,21 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 		case <-prime:
 			c.resp.keepAlive()
 		case <-ctx.Done():
-			// The client went away, or its key was revoked: nobody can
-			// receive this call's answer, unless it resumes the stream
-			// (sselog.go; the task then runs on, bounded by its TTL).
-			resumable := c.resp.resumable() && !errors.Is(context.Cause(ctx), errRevoked)
-			if !c.observer && !resumable {
-				_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
-			}
-			return nil, endedBy(ctx)
+			return nil, s.abandoned(ctx, c, ref)
 		}
 	}
+}
+
+// abandoned ends a wait whose ctx ended: the client went away, or its key
+// was revoked. Nobody can receive the call's answer, unless it resumes the
+// stream (sselog.go; the task then runs on, bounded by its TTL), so the
+// task is cancelled; a tasks/result (c.observer) only stops watching.
+func (s *Server) abandoned(ctx context.Context, c *call, ref taskstate.Ref) error {
+	resumable := c.resp.resumable() && !errors.Is(context.Cause(ctx), errRevoked)
+	if !c.observer && !resumable {
+		_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
+	}
+	return endedBy(ctx)
 }
 
 // relay forwards a worker's notification to the waiting request when the

@@ -186,30 +186,43 @@ type JobError struct{ Err error }
 func (e *JobError) Error() string { return "enqueue job: " + e.Err.Error() }
 func (e *JobError) Unwrap() error { return e.Err }
 
-// runWithJob runs create.lua, then the captured job and the wake-up of its
-// queue (Keys.Wake: idle workers dequeue at once) in one pipeline. A
-// NOSCRIPT (after a SCRIPT FLUSH or a Redis restart) resends that script
-// with its source, record first.
-func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ...any) (replayed string, recErr, jobErr error) {
+// runWithJob runs create.lua, then the captured job, if any, and the
+// wake-up of its queue (Keys.Wake: idle workers dequeue at once) in one
+// pipeline, after counting the subscribers of channel watch into
+// *listening when watch is set (CreateParams.Listening; not on a Redis
+// Cluster). A NOSCRIPT (after a SCRIPT FLUSH or a Redis restart) resends
+// that script with its source, record first.
+func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, watch string, listening *bool,
+	args ...any) (replayed string, recErr, jobErr error) {
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
 		// The two scripts' keys live in different slots, so a cluster
 		// pipeline may run them on two nodes in either order: one at a time.
 		// A replica shortfall still wrote the record: its job goes too.
 		reply, replicaErr := s.runWaited(ctx, createScript, keys, args...)
 		replayed, recErr := createReply(reply)
-		if recErr != nil {
+		if recErr != nil || job == nil {
 			return replayed, recErr, nil
 		}
 		return "", replicaErr, s.jobResult(ctx, s.rdb.EvalSha(ctx, job.sha, job.keys, job.args...), job, true)
 	}
 	pipe := s.rdb.Pipeline()
+	var nc *redis.MapStringIntCmd
+	if watch != "" { // before the record: a subscriber counted here hears all of the task's events
+		nc = pipe.PubSubNumSub(ctx, watch)
+	}
 	rc := createScript.EvalSha(ctx, pipe, keys, args...)
-	jc := pipe.EvalSha(ctx, job.sha, job.keys, job.args...)
-	if ch, ok := s.wakeChannel(job); ok {
-		pipe.Publish(ctx, ch, "") // after the job: a woken worker finds it; its answer does not matter
+	var jc *redis.Cmd
+	if job != nil {
+		jc = pipe.EvalSha(ctx, job.sha, job.keys, job.args...)
+		if ch, ok := s.wakeChannel(job); ok {
+			pipe.Publish(ctx, ch, "") // after the job: a woken worker finds it; its answer does not matter
+		}
 	}
 	wc := s.addWait(ctx, pipe) // Options.WaitReplicas: covers the record and the job
 	_, _ = pipe.Exec(ctx)
+	if nc != nil && listening != nil {
+		*listening = nc.Val()[watch] > 0
+	}
 	var replicaErr error
 	if isNoScript(rc.Err()) {
 		rc, replicaErr = s.runWaited(ctx, createScript, keys, args...)
@@ -232,8 +245,11 @@ func (s *Store) runWithJob(ctx context.Context, job *Job, keys []string, args ..
 // jobResult reads the answer of asynq's enqueue script (1 enqueued, 0 the id
 // is taken), resending it with its source after a NOSCRIPT. It publishes
 // the queue's wake-up after an enqueue that was not pipelined with one
-// (wake), or was resent after it.
+// (wake), or was resent after it. Without a job there is nothing to read.
 func (s *Store) jobResult(ctx context.Context, jc *redis.Cmd, job *Job, wake bool) error {
+	if job == nil {
+		return nil
+	}
 	if isNoScript(jc.Err()) {
 		jc = s.rdb.Eval(ctx, job.src, job.keys, job.args...)
 		wake = true

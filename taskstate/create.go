@@ -59,6 +59,13 @@ type CreateParams struct {
 	// record is refused (ErrLimit, ErrExists) the job may still be queued; a
 	// worker's claim finds no record and drops it.
 	Job *Job
+	// Listening, when not nil, is set to whether the task's events channel
+	// (Keys.Events) had a subscriber in Redis when the record was written: a
+	// subscription started before Create (Hub.Start) but not yet confirmed
+	// then misses no event of the task. false when Redis was not asked (a
+	// Redis Cluster, or Options.WaitReplicas without a Job): a caller then
+	// reads the record once its subscription is confirmed.
+	Listening *bool
 }
 
 // Create writes a new task record in status working with a fresh id and
@@ -129,8 +136,19 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	}
 	var err, jobErr error
 	var replayed string
-	if p.Job.Captured() {
-		replayed, err, jobErr = s.runWithJob(ctx, p.Job, keys, argv...)
+	if p.Listening != nil {
+		*p.Listening = false // until Redis says otherwise
+	}
+	if p.Job.Captured() || (p.Listening != nil && s.waitReplicas <= 0) {
+		var watch string
+		if p.Listening != nil {
+			watch = s.keys.Events(ref)
+		}
+		job := p.Job
+		if !job.Captured() {
+			job = nil
+		}
+		replayed, err, jobErr = s.runWithJob(ctx, job, keys, watch, p.Listening, argv...)
 	} else {
 		reply, replicaErr := s.runWaited(ctx, createScript, keys, argv...)
 		if replayed, err = createReply(reply); err == nil {

@@ -42,6 +42,7 @@ type Subscription struct {
 	c       chan string
 	hub     *Hub
 	channel string
+	ready   <-chan struct{} // the channel's confirmation (Confirmed)
 	once    sync.Once
 }
 
@@ -111,6 +112,21 @@ func (s *Subscription) deliver(payload string) {
 // Subscribe listens on channel until the Subscription is closed. It returns
 // once Redis has confirmed the subscription, or with ctx's error.
 func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+	s, err := h.Start(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Confirmed(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start is Subscribe without the wait for Redis's confirmation: it returns
+// once the SUBSCRIBE is sent (or the channel was subscribed already).
+// Until Confirmed returns, a payload published meanwhile may be missed.
+func (h *Hub) Start(ctx context.Context, channel string) (*Subscription, error) {
 	c := make(chan string, subscriptionBuffer)
 	s := &Subscription{C: c, c: c, hub: h, channel: channel}
 	h.cmdMu.Lock()
@@ -121,6 +137,7 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 		h.subs[channel] = hc
 	}
 	hc.listeners[s] = struct{}{}
+	s.ready = hc.ready
 	h.mu.Unlock()
 	var err error
 	if !ok {
@@ -131,12 +148,17 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 		s.Close()
 		return nil, err
 	}
+	return s, nil
+}
+
+// Confirmed waits until Redis has confirmed s's channel (Start), or for
+// ctx's error.
+func (s *Subscription) Confirmed(ctx context.Context) error {
 	select {
-	case <-hc.ready:
-		return s, nil
+	case <-s.ready:
+		return nil
 	case <-ctx.Done():
-		s.Close()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 

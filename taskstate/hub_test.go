@@ -332,3 +332,43 @@ func TestHubClose(t *testing.T) {
 		e.claim(t, ref)
 	})
 }
+
+// TestCreateListening: a subscription started (Hub.Start) before Create but
+// not yet confirmed. Create reports whether Redis had it when the record
+// was written (CreateParams.Listening); when it did, no event of the task
+// is missed, and a subscription started after the record is not counted.
+// On a Redis Cluster Create does not ask (the record's node need not be the
+// subscriber's) and reports false.
+func TestCreateListening(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		h := newHub(t, b)
+		create := func(t *testing.T, ref taskstate.Ref) bool {
+			t.Helper()
+			listening := true // Create must write it either way
+			e.create(t, taskstate.CreateParams{ID: ref.ID, Listening: &listening})
+			return listening
+		}
+
+		ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+		sub, err := h.Start(ctx(t), e.s.Keys().Events(ref))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sub.Close)
+		listening := create(t, ref)
+		if err := sub.Confirmed(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if listening == b.Cluster {
+			t.Fatalf("a subscription started before the create: listening %v (cluster %v)", listening, b.Cluster)
+		}
+		e.claim(t, ref)
+		expectRecv(t, sub, "working")
+
+		if create(t, taskstate.Ref{Owner: ref.Owner, ID: taskstate.NewID()}) {
+			t.Fatal("no subscription: listening")
+		}
+	})
+}
