@@ -109,9 +109,10 @@ func Serve(role string, args []string) error {
 	var drain, finish func()
 	switch role {
 	case RoleFrontend:
-		// No cap on live tasks: the loads create far more than the default 1,000.
-		srv, err := frontend.New(frontend.Config{Redis: rdb, Logger: log, MaxLiveTasks: -1, Auth: tenantAuth{},
-			Billing: *billing})
+		// No cap on live tasks or listen streams: the loads create far more
+		// than the defaults (1,000 tasks, 16 streams per principal).
+		srv, err := frontend.New(frontend.Config{Redis: rdb, Logger: log, MaxLiveTasks: -1, MaxListenStreams: -1,
+			Auth: tenantAuth{}, Billing: *billing})
 		if err != nil {
 			return err
 		}
