@@ -164,7 +164,13 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 			}
 			task := proto.LegacyTaskOf(rec.Task())
 			state := string(task.Status) + "\x00" + task.StatusMessage
-			if sent[ref.ID] == state || !mine() {
+			if sent[ref.ID] == state {
+				continue
+			}
+			// Decided in Redis: a stream that took over from another
+			// learns of a change the other sent already, and skips it.
+			if ok, err := s.store.SendTaskState(ctx, owner, id, stream, ref.ID, rec.Version, state, getStreamHold,
+				s.cfg.SessionIdle); err != nil || !ok {
 				continue
 			}
 			sent[ref.ID] = state

@@ -86,6 +86,12 @@ func (k Keys) SessionEvents(owner, id, stream string) string {
 // it expires unless its holder renews it (sselog.go). Type: string.
 func (k Keys) SessionGetStream(owner, id string) string { return k.Session(owner, id) + ":get" }
 
+// SessionSentStates records, per task of a legacy session, the newest
+// state its GET streams sent ("version status\x00statusMessage"), so a
+// stream that takes over from another does not send it again
+// (Store.SendTaskState). Type: hash; it expires with its session.
+func (k Keys) SessionSentStates(owner, id string) string { return k.Session(owner, id) + ":sent" }
+
 // SessionTasks indexes the tasks a legacy session created with a task
 // parameter: member task id, score its creation (unix ms); at most
 // MaxSessionTasks, expiring with the session. Type: sorted set.

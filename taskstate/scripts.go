@@ -52,4 +52,5 @@ var (
 	meterScript      = loadScript("meter")
 	creditScript     = loadScript("credit")
 	forwardedScript  = loadScript("forwarded")
+	getStatusScript  = loadScript("getstatus")
 )

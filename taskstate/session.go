@@ -66,6 +66,7 @@ func (s *Store) Session(ctx context.Context, owner, id string, idle time.Duratio
 		p.PExpire(ctx, key, idle)
 		p.PExpire(ctx, s.keys.SessionSubscriptions(owner, id), idle)
 		p.PExpire(ctx, s.keys.SessionTasks(owner, id), idle)
+		p.PExpire(ctx, s.keys.SessionSentStates(owner, id), idle)
 		return nil
 	})
 	if err != nil {
@@ -104,7 +105,8 @@ func (s *Store) DeleteSession(ctx context.Context, owner, id string) error {
 	}
 	// What the session's streams kept goes with it (the stream logs expire
 	// on their own: without the session nothing can resume them).
-	return s.rdb.Del(ctx, s.keys.SessionGetStream(owner, id), s.keys.SessionTasks(owner, id)).Err()
+	return s.rdb.Del(ctx, s.keys.SessionGetStream(owner, id), s.keys.SessionTasks(owner, id),
+		s.keys.SessionSentStates(owner, id)).Err()
 }
 
 // MaxSessionSubscriptions bounds the resources one legacy session may

@@ -165,6 +165,23 @@ func (s *Store) HoldsGetStream(ctx context.Context, owner, session, stream strin
 	return err == nil, err
 }
 
+// SendTaskState reports whether GET stream stream of the owner's session
+// should send the state of a task the session follows: the record at
+// version, whose status and statusMessage are state. It is true when stream
+// holds the session's messages (HoldsGetStream, which it renews or takes
+// over as that does) and no GET stream of the session sent this state yet;
+// the state is then recorded as sent (Keys.SessionSentStates, which keeps
+// the newest 2 × MaxSessionTasks tasks' and expires after idle). One script:
+// of two streams that learn of a change, only one sends it, even when the
+// second became the holder after the first sent it.
+func (s *Store) SendTaskState(ctx context.Context, owner, session, stream, task string, version int64, state string,
+	hold, idle time.Duration) (bool, error) {
+	n, err := getStatusScript.Run(ctx, s.rdb, []string{s.keys.SessionGetStream(owner, session),
+		s.keys.SessionSentStates(owner, session)}, stream, hold.Milliseconds(), task, version, state,
+		idle.Milliseconds(), 2*MaxSessionTasks).Int64()
+	return n == 1, err
+}
+
 // ReleaseGetStream gives up stream's hold on the session's messages, if
 // it still has it, so another open GET stream takes them at once.
 func (s *Store) ReleaseGetStream(ctx context.Context, owner, session, stream string) error {

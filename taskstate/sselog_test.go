@@ -74,3 +74,63 @@ func TestStreamEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestSendTaskState: of a session's GET streams, only the one holding its
+// messages sends a task's state, each state once across all of them: a
+// stream that takes over does not send again what the earlier holder sent,
+// a newer version with the same status and message is not a new state, and
+// a newer state is sent by whoever holds the session then.
+func TestSendTaskState(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		owner, session := taskstate.OwnerTag(principal), taskstate.NewID()
+		const hold, idle = time.Minute, time.Hour
+		if err := e.s.CreateSession(ctx(t), taskstate.Session{ID: session, Owner: owner, Version: "2025-11-25"}, idle); err != nil {
+			t.Fatal(err)
+		}
+		send := func(stream string, version int64, state string) bool {
+			t.Helper()
+			ok, err := e.s.SendTaskState(ctx(t), owner, session, stream, "T1", version, state, hold, idle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		working, cancelled := "working\x00Running", "cancelled\x00Cancelled"
+		if err := e.s.TakeGetStream(ctx(t), owner, session, "newest", hold); err != nil {
+			t.Fatal(err)
+		}
+		if send("older", 1, working) {
+			t.Fatal("a stream that does not hold the session sent")
+		}
+		if !send("newest", 1, working) || !send("newest", 2, cancelled) {
+			t.Fatal("the holder did not send a new state")
+		}
+		if send("newest", 2, cancelled) || send("newest", 1, working) {
+			t.Fatal("the holder sent a state again, or an older one")
+		}
+		if err := e.s.ReleaseGetStream(ctx(t), owner, session, "newest"); err != nil {
+			t.Fatal(err)
+		}
+		// The older stream takes over and learns late of version 2.
+		if send("older", 2, cancelled) {
+			t.Fatal("the stream that took over sent what the earlier holder had sent")
+		}
+		if ok, err := e.s.HoldsGetStream(ctx(t), owner, session, "older", hold); err != nil || !ok {
+			t.Fatalf("the stream that asked did not take over: %v, %v", ok, err)
+		}
+		if send("older", 3, cancelled) {
+			t.Fatal("a newer version with the same state was sent")
+		}
+		if !send("older", 4, "cancelled\x00Cancelled by the operator") {
+			t.Fatal("a new state was not sent")
+		}
+		if err := e.s.DeleteSession(ctx(t), owner, session); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.Client.Exists(ctx(t), e.s.Keys().SessionSentStates(owner, session)).Val(); n != 0 {
+			t.Fatal("the sent states outlive their session")
+		}
+	})
+}
