@@ -228,14 +228,21 @@ func (d *driver) held(pid int) []hold {
 }
 
 // cancelSome cancels up to half (at most 3) of the chaos_steps tasks in hs:
-// cancels of tasks whose worker is dead or stopped.
-func (d *driver) cancelSome(ctx context.Context, hs []hold, why string) {
+// cancels of tasks whose worker is dead or stopped. A killed worker's half
+// rounds down and a stopped worker's up, so with one task held by each
+// (the short run) the takeover check still has the killed worker's task and
+// the cancel check the stopped worker's.
+func (d *driver) cancelSome(ctx context.Context, hs []hold, why string, roundUp bool) {
+	most := len(hs) / 2
+	if roundUp {
+		most = (len(hs) + 1) / 2
+	}
 	n := 0
 	for _, h := range hs {
 		d.mu.Lock()
 		t := d.byID[h.id]
 		d.mu.Unlock()
-		if t == nil || t.tool != "chaos_steps" || n >= min(3, (len(hs)+1)/2) {
+		if t == nil || t.tool != "chaos_steps" || n >= min(3, most) {
 			continue
 		}
 		n++
@@ -253,7 +260,7 @@ func (d *driver) killWorker(ctx context.Context, i int) {
 	_ = w.signal(syscall.SIGKILL)
 	w.wait(10 * time.Second)
 	d.addFault(fault{what: fmt.Sprintf("SIGKILL %s (pid %d)", w.name, pid), at: at, worker: true, held: held})
-	d.after(ctx, d.cfg.faultCancelAfter, func() { d.cancelSome(ctx, held, "worker dead") })
+	d.after(ctx, d.cfg.faultCancelAfter, func() { d.cancelSome(ctx, held, "worker dead", false) })
 	d.after(ctx, d.cfg.restartDelay, func() { d.restart(w) })
 }
 
@@ -265,7 +272,7 @@ func (d *driver) pauseWorker(ctx context.Context, i int) {
 	at := time.Now()
 	_ = w.signal(syscall.SIGSTOP)
 	d.addFault(fault{what: fmt.Sprintf("SIGSTOP %s (pid %d) for %s", w.name, pid, d.cfg.pause), at: at, worker: true, held: held})
-	d.after(ctx, d.cfg.faultCancelAfter, func() { d.cancelSome(ctx, held, "worker stopped") })
+	d.after(ctx, d.cfg.faultCancelAfter, func() { d.cancelSome(ctx, held, "worker stopped", true) })
 	// SIGCONT even when the run is ending: the cleanup stops it either way.
 	d.wg.Add(1)
 	go func() {
