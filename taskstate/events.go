@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcpq/mcpq/proto"
 )
 
@@ -96,6 +98,15 @@ func validStatus(st proto.TaskStatus) bool {
 
 // Notify publishes a notification (JSON) to whoever waits on the task.
 // Notifications are ephemeral: nobody listening means nobody gets them.
+// It publishes from the node that holds the task's record (a script keyed
+// on it): a Redis Cluster keeps the order of messages per publishing node
+// only, and the scripts announce the task's states from that node, so a
+// notification sent before the task ended arrives before its end (a plain
+// PUBLISH goes to any node).
 func (s *Store) Notify(ctx context.Context, ref Ref, notification []byte) error {
-	return s.rdb.Publish(ctx, s.keys.Events(ref), EventNotifyPrefix+string(notification)).Err()
+	return notifyScript.Run(ctx, s.rdb, []string{s.keys.Task(ref)}, s.keys.Events(ref),
+		EventNotifyPrefix+string(notification)).Err()
 }
+
+// notifyScript publishes ARGV[2] on channel ARGV[1] from the node of KEYS[1].
+var notifyScript = redis.NewScript("return redis.call('PUBLISH', ARGV[1], ARGV[2])")

@@ -148,3 +148,31 @@ func TestCompletedEventCarriesResult(t *testing.T) {
 		}
 	})
 }
+
+// TestNotifyBeforeEnd: a notification sent while the task runs reaches a
+// listener before the task's end, also on a Redis Cluster, where the order
+// of messages holds only per publishing node (Notify publishes from the
+// record's node, as finish.lua does).
+func TestNotifyBeforeEnd(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		h := newHub(t, b)
+		for i := range 30 {
+			ref := e.create(t, taskstate.CreateParams{})
+			sub := subscribe(t, h, e.s.Keys().Events(ref))
+			a := e.claim(t, ref)
+			expectRecv(t, sub, "working")
+			if err := e.s.Notify(ctx(t), ref, []byte(`{"method":"notifications/progress"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.s.Finish(ctx(t), ref, a, outcome(proto.StatusCompleted)); err != nil {
+				t.Fatal(err)
+			}
+			if ev := taskstate.DecodeEvent(recv(t, sub)); ev.Notification == "" {
+				t.Fatalf("task %d: the end (%+v) arrived before the notification sent before it", i, ev)
+			}
+			expectRecv(t, sub, "completed")
+		}
+	})
+}
