@@ -52,5 +52,5 @@ var (
 	meterScript      = loadScript("meter")
 	creditScript     = loadScript("credit")
 	forwardedScript  = loadScript("forwarded")
-	getStatusScript  = loadScript("getstatus")
+	getStreamScript  = loadScript("getstream")
 )

@@ -139,30 +139,9 @@ func (s *Store) TakeGetStream(ctx context.Context, owner, session, stream string
 
 // HoldsGetStream reports whether stream is the session's GET stream,
 // renewing it for hold; when no stream is (the holder closed or vanished),
-// stream takes over.
+// stream takes over. One script (getstream.lua), as SendTaskState's check.
 func (s *Store) HoldsGetStream(ctx context.Context, owner, session, stream string, hold time.Duration) (bool, error) {
-	key := s.keys.SessionGetStream(owner, session)
-	cur, err := s.rdb.Get(ctx, key).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return s.rdb.SetNX(ctx, key, stream, hold).Result()
-	case err != nil:
-		return false, err
-	case cur != stream:
-		return false, nil
-	}
-	// Renewed only if still ours: a newer stream may have taken over meanwhile.
-	err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-		if v, err := tx.Get(ctx, key).Result(); err != nil || v != stream {
-			return err
-		}
-		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.PExpire(ctx, key, hold).Err() })
-		return err
-	}, key)
-	if errors.Is(err, redis.TxFailedErr) || errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	return err == nil, err
+	return s.getStream(ctx, owner, session, stream, hold, "", 0, "", 0)
 }
 
 // SendTaskState reports whether GET stream stream of the owner's session
@@ -171,12 +150,19 @@ func (s *Store) HoldsGetStream(ctx context.Context, owner, session, stream strin
 // holds the session's messages (HoldsGetStream, which it renews or takes
 // over as that does) and no GET stream of the session sent this state yet;
 // the state is then recorded as sent (Keys.SessionSentStates, which keeps
-// the newest 2 × MaxSessionTasks tasks' and expires after idle). One script:
+// the newest 2 × MaxSessionTasks tasks' and expires after idle). One script
+// (getstream.lua, which HoldsGetStream runs without a task):
 // of two streams that learn of a change, only one sends it, even when the
 // second became the holder after the first sent it.
 func (s *Store) SendTaskState(ctx context.Context, owner, session, stream, task string, version int64, state string,
 	hold, idle time.Duration) (bool, error) {
-	n, err := getStatusScript.Run(ctx, s.rdb, []string{s.keys.SessionGetStream(owner, session),
+	return s.getStream(ctx, owner, session, stream, hold, task, version, state, idle)
+}
+
+// getStream runs getstream.lua: the hold alone when task is "".
+func (s *Store) getStream(ctx context.Context, owner, session, stream string, hold time.Duration, task string,
+	version int64, state string, idle time.Duration) (bool, error) {
+	n, err := getStreamScript.Run(ctx, s.rdb, []string{s.keys.SessionGetStream(owner, session),
 		s.keys.SessionSentStates(owner, session)}, stream, hold.Milliseconds(), task, version, state,
 		idle.Milliseconds(), 2*MaxSessionTasks).Int64()
 	return n == 1, err
