@@ -56,7 +56,7 @@ func TestLargeArguments(t *testing.T) {
 			env = append(env, "REDIS_URL="+b.URL, "MCPQ_PREFIX="+b.Prefix, "MCPQ_BLOB_URL="+blobURL,
 				"BATCH_RESULTS_DIR="+t.TempDir())
 			start(t, "worker", env, nil, "worker", "--tools", toolsFile, "--concurrency", "4")
-			url := startCommandFrontend(t, append(env, "MCPQ_INLINE_MAX_ARGUMENT_BYTES="+strconv.Itoa(argsInlineMax)))
+			url := startFrontend(t, append(env, "MCPQ_INLINE_MAX_ARGUMENT_BYTES="+strconv.Itoa(argsInlineMax)))
 			waitCatalog(t, url, "batch_digest")
 			ctx := within(t)
 			c := taskClient(url)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,14 +39,7 @@ func TestBillingAfterSIGKILL(t *testing.T) {
 	}
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s"}
 	doomed := start(t, "worker A", env, nil, "worker", "--tools", file)
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, "frontend", env, nil, "frontend", "--allow-anonymous", "--billing", "--addr", addr)
-	waitHealthy(t, "http://"+addr)
-	url := "http://" + addr + "/mcp"
+	url := startFrontend(t, env, "--billing")
 	waitCatalog(t, url, "gpu_burn")
 	ctx := within(t)
 	c := taskClient(url)

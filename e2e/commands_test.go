@@ -36,19 +36,6 @@ func needPython(t *testing.T) {
 	}
 }
 
-// startCommandFrontend runs a front end on b and returns its MCP URL.
-func startCommandFrontend(t *testing.T, env []string) string {
-	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, "frontend", env, nil, "frontend", "--allow-anonymous", "--addr", addr)
-	waitHealthy(t, "http://"+addr)
-	return "http://" + addr + "/mcp"
-}
-
 // toolResult decodes a completed task's result.
 func toolResult(t *testing.T, g *proto.GetTaskResult) *proto.CallToolResult {
 	t.Helper()
@@ -115,7 +102,7 @@ func TestCommandTools(t *testing.T) {
 	b := redistest.Real(t)
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix}
 	start(t, "worker", env, nil, "worker", "--tools", toolsFile, "--concurrency", "4")
-	url := startCommandFrontend(t, env)
+	url := startFrontend(t, env)
 	waitCatalog(t, url, "render_image")
 
 	t.Run("progress and image", func(t *testing.T) {
@@ -200,7 +187,7 @@ func TestCommandToolTakeover(t *testing.T) {
 	results := t.TempDir()
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s", "BATCH_RESULTS_DIR=" + results}
 	doomed := start(t, "worker A", env, nil, "worker", "--tools", toolsFile)
-	url := startCommandFrontend(t, env)
+	url := startFrontend(t, env)
 	waitCatalog(t, url, "batch_digest")
 	ctx := within(t)
 	c := taskClient(url)
@@ -288,7 +275,7 @@ func TestCommandToolWorkerStop(t *testing.T) {
 	b := redistest.Real(t)
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix}
 	stopped := start(t, "worker A", env, nil, "worker", "--tools", toolsFile)
-	url := startCommandFrontend(t, env)
+	url := startFrontend(t, env)
 	waitCatalog(t, url, "render_image")
 	ctx := within(t)
 	c := taskClient(url)

@@ -49,14 +49,7 @@ func TestExampleWorker(t *testing.T) {
 	b := redistest.Real(t)
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix}
 	startBin(t, bin, "example worker", env, nil, "-stage", "300ms")
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, "frontend", env, nil, "frontend", "--allow-anonymous", "--addr", addr, "--sync-budget", "50ms")
-	waitHealthy(t, "http://"+addr)
-	url := "http://" + addr + "/mcp"
+	url := startFrontend(t, env, "--sync-budget", "50ms")
 	waitCatalog(t, url, "deploy")
 	ctx := within(t)
 	c := taskClient(url)

@@ -50,6 +50,21 @@ type proc struct {
 	done chan struct{}
 }
 
+// startFrontend runs an anonymous front end (`mcpq frontend` with env and
+// the extra flags args) on a free port, waits until it is healthy and
+// returns its MCP URL.
+func startFrontend(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	start(t, "frontend", env, nil, append([]string{"frontend", "--allow-anonymous", "--addr", addr}, args...)...)
+	waitHealthy(t, "http://"+addr)
+	return "http://" + addr + "/mcp"
+}
+
 // start runs mcpq with args and env; lines of output go to onLine too.
 func start(t *testing.T, name string, env []string, onLine func(string), args ...string) *proc {
 	t.Helper()

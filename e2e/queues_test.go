@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -33,14 +32,7 @@ func TestQueuesFleet(t *testing.T) {
 		"MCPQ_TOOL_QUEUES=render_gif=gpu,*=cpu", "MCPQ_CATALOG_INTERVAL=" + queuesCatalogInterval.String()}
 	gpu := start(t, "gpu worker", env, nil, "worker", "--fixtures", "conformance", "--queues", "gpu=1")
 	cpu := start(t, "cpu worker", env, nil, "worker", "--fixtures", "conformance", "--queues", "cpu=4")
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, "frontend", env, nil, "frontend", "--allow-anonymous", "--addr", addr)
-	waitHealthy(t, "http://"+addr)
-	url := "http://" + addr + "/mcp"
+	url := startFrontend(t, env)
 	waitCatalog(t, url, "render_gif")
 	waitCatalog(t, url, "greet")
 	ctx := within(t)

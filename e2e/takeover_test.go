@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,14 +33,7 @@ func TestTakeoverAfterSIGKILL(t *testing.T) {
 	b := redistest.Real(t)
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s", "MCPQ_MAX_RUNNING_PER_PRINCIPAL=2"}
 	doomed := start(t, "worker A", env, nil, "worker", "--fixtures", "conformance")
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, "frontend", env, nil, "frontend", "--allow-anonymous", "--addr", addr)
-	waitHealthy(t, "http://"+addr)
-	url := "http://" + addr + "/mcp"
+	url := startFrontend(t, env)
 	waitCatalog(t, url, "slow_compute")
 	ctx := within(t)
 	c := taskClient(url)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +23,7 @@ func TestWakeAfterWorkerSIGKILL(t *testing.T) {
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_TASK_CHECK_INTERVAL=1h"}
 	doomed := start(t, "worker A", env, nil, "worker", "--fixtures", "conformance")
 	start(t, "worker B", env, nil, "worker", "--fixtures", "conformance")
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, "frontend", env, nil, "frontend", "--allow-anonymous", "--addr", addr)
-	waitHealthy(t, "http://"+addr)
-	url := "http://" + addr + "/mcp"
+	url := startFrontend(t, env)
 	waitCatalog(t, url, "slow_compute")
 	ctx := within(t)
 	wake := taskstate.Keys{Prefix: b.Prefix}.Wake(worker.DefaultQueue)
