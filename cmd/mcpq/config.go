@@ -13,11 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
+	"github.com/mcpq/mcpq/internal/toolpack/conformance"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/command"
-	"github.com/mcpq/mcpq/worker/toolpack/chaos"
-	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
 )
 

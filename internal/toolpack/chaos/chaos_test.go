@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
-	"github.com/mcpq/mcpq/worker/toolpack/chaos"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

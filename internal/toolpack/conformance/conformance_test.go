@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/internal/toolpack/conformance"
 	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
-	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

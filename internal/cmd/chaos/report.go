@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/worker/toolpack/chaos"
 )
 
 // check is one report line with a target.

@@ -1,8 +1,8 @@
 // Command chaos is the fault run behind scripts/chaos (test-only, like
-// internal/rrproxy). It starts a redis-server with AOF (fsync always), two
+// internal/cmd/rrproxy). It starts a redis-server with AOF (fsync always), two
 // front ends (mcpq frontend --allow-anonymous) and three workers (mcpq
 // worker --fixtures chaos) on loopback, drives a mix of the chaos tools
-// (worker/toolpack/chaos) through the front ends, injects faults (SIGKILL
+// (internal/toolpack/chaos) through the front ends, injects faults (SIGKILL
 // of workers and a front end, SIGSTOP of a worker, one Redis restart),
 // cancels a share of the tasks (some while their worker is dead or
 // stopped), follows a share on subscriptions/listen streams, lets every

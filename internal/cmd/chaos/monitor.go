@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
-	"github.com/mcpq/mcpq/worker/toolpack/chaos"
 )
 
 // The observer reads Redis's MONITOR feed: every command Redis executes, in

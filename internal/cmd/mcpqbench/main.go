@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpq/mcpq/bench"
+	"github.com/mcpq/mcpq/internal/bench"
 )
 
 func main() {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/worker/toolpack/chaos"
 )
 
 var t0 = time.Unix(1700000000, 0)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpq/mcpq/worker/toolpack/chaos"
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 )
 
 func TestSplitArgs(t *testing.T) {
