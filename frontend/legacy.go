@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -18,7 +19,7 @@ import (
 // per-request _meta is always served statelessly (the 2026-07-28
 // versioning text, "Backward Compatibility"). A legacy request is served by
 // the same methods as a modern one, with the _meta rebuilt from its session,
-// which lives in Redis (taskstate.Session) so any front end serves it.
+// which lives in Redis (legacy.Session) so any front end serves it.
 
 // headerSessionID names a legacy HTTP session.
 const headerSessionID = "Mcp-Session-Id"
@@ -65,8 +66,8 @@ func (s *Server) dispatchLegacy(c *call) (any, error) {
 	if c.req.Method == proto.MethodInitialize {
 		return s.initialize(ctx, c)
 	}
-	sess, err := s.store.Session(ctx, taskstate.OwnerTag(c.principal), c.httpReq.Header.Get(headerSessionID), s.cfg.SessionIdle)
-	if errors.Is(err, taskstate.ErrNoSession) {
+	sess, err := s.sessions.Session(ctx, taskstate.OwnerTag(c.principal), c.httpReq.Header.Get(headerSessionID), s.cfg.SessionIdle)
+	if errors.Is(err, legacy.ErrNoSession) {
 		return nil, errNoSession()
 	} else if err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func (s *Server) dispatchLegacy(c *call) (any, error) {
 		if p.Level.Severity() < 0 {
 			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: unknown logging level %q", p.Level)
 		}
-		if err := s.store.SetSessionLogLevel(ctx, sess.Owner, sess.ID, string(p.Level), s.cfg.SessionIdle); err != nil {
+		if err := s.sessions.SetSessionLogLevel(ctx, sess.Owner, sess.ID, string(p.Level), s.cfg.SessionIdle); err != nil {
 			return nil, err
 		}
 		return legacyResult{}, nil
@@ -177,9 +178,9 @@ func (s *Server) initialize(ctx context.Context, c *call) (any, error) {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: capabilities: %v", err)
 	}
 	client, _ := encodeJSON(p.ClientInfo)
-	sess := taskstate.Session{ID: taskstate.NewID(), Owner: taskstate.OwnerTag(c.principal),
+	sess := legacy.Session{ID: taskstate.NewID(), Owner: taskstate.OwnerTag(c.principal),
 		Version: proto.LegacyVersion, Capabilities: p.Capabilities, ClientInfo: client}
-	if err := s.store.CreateSession(ctx, sess, s.cfg.SessionIdle); err != nil {
+	if err := s.sessions.CreateSession(ctx, sess, s.cfg.SessionIdle); err != nil {
 		return nil, err
 	}
 	c.resp.w.Header().Set(headerSessionID, sess.ID)
@@ -242,8 +243,8 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	err := s.store.DeleteSession(r.Context(), taskstate.OwnerTag(principal), id)
-	if errors.Is(err, taskstate.ErrNoSession) {
+	err := s.sessions.DeleteSession(r.Context(), taskstate.OwnerTag(principal), id)
+	if errors.Is(err, legacy.ErrNoSession) {
 		s.writeError(w, nullID, errNoSession())
 		return
 	} else if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -126,8 +127,8 @@ func asClientResponse(body []byte) (*clientResponse, bool) {
 func (s *Server) serveClientResponse(w http.ResponseWriter, r *http.Request, principal string, resp *clientResponse) {
 	ctx := r.Context()
 	owner := taskstate.OwnerTag(principal)
-	sess, err := s.store.Session(ctx, owner, r.Header.Get(headerSessionID), s.cfg.SessionIdle)
-	if errors.Is(err, taskstate.ErrNoSession) {
+	sess, err := s.sessions.Session(ctx, owner, r.Header.Get(headerSessionID), s.cfg.SessionIdle)
+	if errors.Is(err, legacy.ErrNoSession) {
 		s.writeError(w, nullID, errNoSession())
 		return
 	} else if err != nil {

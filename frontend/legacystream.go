@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -29,10 +30,10 @@ func (s *Server) subscribe(ctx context.Context, c *call, on bool) (any, error) {
 	if p.URI == "" {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: uri is required")
 	}
-	err := s.store.Subscribe(ctx, c.session.Owner, c.session.ID, p.URI, on, s.cfg.SessionIdle)
-	if errors.Is(err, taskstate.ErrSubscriptionsLimit) {
+	err := s.sessions.Subscribe(ctx, c.session.Owner, c.session.ID, p.URI, on, s.cfg.SessionIdle)
+	if errors.Is(err, legacy.ErrSubscriptionsLimit) {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d resource subscriptions per session",
-			taskstate.MaxSessionSubscriptions)
+			legacy.MaxSessionSubscriptions)
 	}
 	if err != nil {
 		return nil, err
@@ -52,8 +53,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	owner := taskstate.OwnerTag(principal)
-	sess, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle)
-	if errors.Is(err, taskstate.ErrNoSession) {
+	sess, err := s.sessions.Session(ctx, owner, id, s.cfg.SessionIdle)
+	if errors.Is(err, legacy.ErrNoSession) {
 		s.writeError(w, nullID, errNoSession())
 		return
 	} else if err != nil {
@@ -104,13 +105,13 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	defer updates.Close()
 	// One stream of the session gets its messages (2025-11-25: a message
 	// goes on one stream only): the newest opened, until it closes.
-	if err := s.store.TakeGetStream(ctx, owner, id, stream, getStreamHold); err != nil {
+	if err := s.sessions.TakeGetStream(ctx, owner, id, stream, getStreamHold); err != nil {
 		s.writeError(w, nullID, err)
 		return
 	}
-	defer func() { _ = s.store.ReleaseGetStream(context.WithoutCancel(ctx), owner, id, stream) }()
+	defer func() { _ = s.sessions.ReleaseGetStream(context.WithoutCancel(ctx), owner, id, stream) }()
 	mine := func() bool {
-		ok, err := s.store.HoldsGetStream(ctx, owner, id, stream, getStreamHold)
+		ok, err := s.sessions.HoldsGetStream(ctx, owner, id, stream, getStreamHold)
 		return err == nil && ok
 	}
 	send := func(method string, params any) {
@@ -125,7 +126,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	resp.log = s.newEventLog(ctx, c, stream, entry == "")
 	resp.keepAlive() // the stream is open: headers out now, once it holds the session's messages
 	if entry != "" { // a resumed stream: what it sent after the client's last event
-		events, err := s.store.StreamEvents(ctx, owner, id, stream)
+		events, err := s.sessions.StreamEvents(ctx, owner, id, stream)
 		if err != nil {
 			return
 		}
@@ -154,7 +155,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 			if uri == taskstate.EventResync {
 				continue // which resources changed is unknown; list_changed on lists covers the catalog
 			}
-			if ok, err := s.store.Subscribed(ctx, owner, id, uri); err == nil && ok && mine() {
+			if ok, err := s.sessions.Subscribed(ctx, owner, id, uri); err == nil && ok && mine() {
 				send(proto.NotifyResourceUpdated, map[string]any{"uri": uri})
 			}
 		case ref := <-tasks.changed:
@@ -169,7 +170,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 			}
 			// Decided in Redis: a stream that took over from another
 			// learns of a change the other sent already, and skips it.
-			if ok, err := s.store.SendTaskState(ctx, owner, id, stream, ref.ID, rec.Version, state, getStreamHold,
+			if ok, err := s.sessions.SendTaskState(ctx, owner, id, stream, ref.ID, rec.Version, state, getStreamHold,
 				s.cfg.SessionIdle); err != nil || !ok {
 				continue
 			}
@@ -177,7 +178,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 			send(proto.NotifyTaskStatus, task)
 		case <-tick.C:
 			// The session may have ended (DELETE on any front end, or idle).
-			if _, err := s.store.Session(ctx, owner, id, s.cfg.SessionIdle); errors.Is(err, taskstate.ErrNoSession) {
+			if _, err := s.sessions.Session(ctx, owner, id, s.cfg.SessionIdle); errors.Is(err, legacy.ErrNoSession) {
 				return
 			}
 			mine() // renews the hold
@@ -206,19 +207,19 @@ type sessionTasks struct {
 func (t *sessionTasks) close() { t.cancel(); t.wg.Wait() }
 
 // followSessionTasks watches the tasks sess created (the newest
-// taskstate.MaxSessionTasks) and those it creates while the stream is open
+// legacy.MaxSessionTasks) and those it creates while the stream is open
 // (up to the same number): each state change sends the task's ref.
-func (s *Server) followSessionTasks(ctx context.Context, sess *taskstate.Session) (*sessionTasks, error) {
+func (s *Server) followSessionTasks(ctx context.Context, sess *legacy.Session) (*sessionTasks, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &sessionTasks{changed: make(chan taskstate.Ref, 16), cancel: cancel}
 	keys := s.store.Keys()
 	// Announcements first, then the index: no task falls between the two.
-	created, err := s.hub.Subscribe(ctx, keys.SessionTaskCreated(sess.Owner, sess.ID))
+	created, err := s.hub.Subscribe(ctx, s.sessions.Keys().SessionTaskCreated(sess.Owner, sess.ID))
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	ids, err := s.store.SessionTasks(ctx, sess.Owner, sess.ID)
+	ids, err := s.sessions.SessionTasks(ctx, sess.Owner, sess.ID)
 	if err != nil {
 		created.Close()
 		cancel()
@@ -228,7 +229,7 @@ func (s *Server) followSessionTasks(ctx context.Context, sess *taskstate.Session
 	// follow watches task id; fresh: a task announced just now, whose
 	// state may have changed before the subscription: read at once.
 	follow := func(id string, fresh bool) {
-		if followed[id] || len(followed) >= taskstate.MaxSessionTasks || !taskstate.ValidID(id) {
+		if followed[id] || len(followed) >= legacy.MaxSessionTasks || !taskstate.ValidID(id) {
 			return
 		}
 		ref := taskstate.Ref{Owner: sess.Owner, ID: id}

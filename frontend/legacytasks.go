@@ -89,7 +89,7 @@ func (s *Server) callLegacyTool(ctx context.Context, c *call) (any, error) {
 	}
 	if ct, ok := res.(*proto.CreateTaskResult); ok {
 		// The session's GET stream follows the task (legacystream.go).
-		if err := s.store.AddSessionTask(ctx, c.session.Owner, c.session.ID, ct.Task.TaskID, s.cfg.SessionIdle); err != nil {
+		if err := s.sessions.AddSessionTask(ctx, c.session.Owner, c.session.ID, ct.Task.TaskID, s.cfg.SessionIdle); err != nil {
 			s.log.Warn("index a session's task for its GET stream", "task", ct.Task.TaskID, "err", err)
 		}
 		return &proto.LegacyCreateTaskResult{Meta: s.resultMeta, Task: proto.LegacyTaskOf(ct.Task)}, nil

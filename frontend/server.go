@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/internal/billmetrics"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -25,6 +26,7 @@ type Server struct {
 	drainOnce  sync.Once
 	cfg        Config
 	store      *taskstate.Store
+	sessions   *legacy.Store // the 2025-11-25 era's sessions and stream logs
 	hub        *taskstate.Hub
 	catalog    *catalog
 	listens    listenCounts // open listen streams per principal
@@ -59,7 +61,7 @@ type call struct {
 	// legacy: the request is served in the 2025-11-25 era.
 	legacy bool
 	// session is the legacy session the request belongs to (nil: modern).
-	session *taskstate.Session
+	session *legacy.Session
 	// progress is the last notifications/progress value sent (legacy
 	// calls number their statusMessage updates after it).
 	progress     float64
@@ -125,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 		draining:    make(chan struct{}),
 		cfg:         cfg,
 		store:       store,
+		sessions:    legacy.NewStore(cfg.Redis, store.Keys().Prefix, cfg.Clock),
 		hub:         taskstate.NewHub(cfg.Redis),
 		catalog:     newCatalog(store, cfg.CatalogTTL, cfg.Logger),
 		log:         cfg.Logger,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -39,14 +40,14 @@ const (
 // eventLog appends a stream's events to the session's log in Redis.
 type eventLog struct {
 	ctx                    context.Context // outlives the request: a broken stream still logs what it sent
-	store                  *taskstate.Store
+	store                  *legacy.Store
 	log                    *slog.Logger
 	owner, session, stream string
 	idle                   time.Duration
 	// prime: open the stream with an id-only event.
 	prime bool
 	// call is written with the first event (then nil): what a resume needs.
-	call *taskstate.StreamCall
+	call *legacy.StreamCall
 }
 
 // append logs b (nil: a priming event) and returns its SSE event id, ""
@@ -63,7 +64,7 @@ func (l *eventLog) append(b []byte, final bool) string {
 
 // newEventLog is the log of stream in c's session.
 func (s *Server) newEventLog(ctx context.Context, c *call, stream string, prime bool) *eventLog {
-	return &eventLog{ctx: context.WithoutCancel(ctx), store: s.store, log: s.log, owner: c.session.Owner,
+	return &eventLog{ctx: context.WithoutCancel(ctx), store: s.sessions, log: s.log, owner: c.session.Owner,
 		session: c.session.ID, stream: stream, idle: s.cfg.SessionIdle, prime: prime}
 }
 
@@ -72,7 +73,7 @@ func (s *Server) newEventLog(ctx context.Context, c *call, stream string, prime 
 // the task (awaitSettled).
 func (s *Server) holdResumable(ctx context.Context, c *call, ref taskstate.Ref) {
 	l := s.newEventLog(ctx, c, callStream+ref.ID, true)
-	l.call = &taskstate.StreamCall{RequestID: c.req.ID, TaskID: ref.ID, ProgressToken: c.meta.ProgressToken}
+	l.call = &legacy.StreamCall{RequestID: c.req.ID, TaskID: ref.ID, ProgressToken: c.meta.ProgressToken}
 	c.resp.mu.Lock()
 	c.resp.log = l
 	c.resp.mu.Unlock()
@@ -84,7 +85,7 @@ func (s *Server) holdResumable(ctx context.Context, c *call, ref taskstate.Ref) 
 // so nothing else changes when its stream breaks.
 func (s *Server) watchResumable(ctx context.Context, c *call, ref taskstate.Ref) {
 	l := s.newEventLog(ctx, c, resultStream+taskstate.NewID(), false)
-	l.call = &taskstate.StreamCall{RequestID: c.req.ID, TaskID: ref.ID}
+	l.call = &legacy.StreamCall{RequestID: c.req.ID, TaskID: ref.ID}
 	c.resp.mu.Lock()
 	c.resp.log = l
 	c.resp.mu.Unlock()
@@ -106,18 +107,18 @@ func parseEventID(id string) (stream, entry string, ok bool) {
 			break
 		}
 	}
-	ok = ok && found && taskstate.ValidID(name) && (taskstate.EntryAfter(entry, "0-0") || entry == "0-0")
+	ok = ok && found && taskstate.ValidID(name) && (legacy.EntryAfter(entry, "0-0") || entry == "0-0")
 	return stream, entry, ok
 }
 
 // replay writes the logged events of stream after entry on resp, and
 // reports whether the request's final response was among the events.
-func replay(resp *responder, stream, entry string, events []taskstate.StreamEvent) (final bool) {
+func replay(resp *responder, stream, entry string, events []legacy.StreamEvent) (final bool) {
 	resp.mu.Lock()
 	defer resp.mu.Unlock()
 	for _, ev := range events {
 		final = final || ev.Final
-		if len(ev.Data) == 0 || !taskstate.EntryAfter(ev.ID, entry) {
+		if len(ev.Data) == 0 || !legacy.EntryAfter(ev.ID, entry) {
 			continue
 		}
 		_, _ = resp.w.Write([]byte("id: " + stream + "/" + ev.ID + "\nevent: message\ndata: "))
@@ -133,11 +134,11 @@ func replay(resp *responder, stream, entry string, events []taskstate.StreamEven
 // remaining progress (or task statuses) and input requests and its final
 // response, as the POST would have sent them.
 func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) {
-	sc, err := s.store.StreamCallOf(ctx, c.session.Owner, c.session.ID, stream)
+	sc, err := s.sessions.StreamCallOf(ctx, c.session.Owner, c.session.ID, stream)
 	if err == nil && (len(sc.RequestID) == 0 || !validID(sc.RequestID)) {
-		err = taskstate.ErrNoStream
+		err = legacy.ErrNoStream
 	}
-	if errors.Is(err, taskstate.ErrNoStream) {
+	if errors.Is(err, legacy.ErrNoStream) {
 		s.writeError(c.resp.w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest,
 			"Bad Request: Last-Event-ID names no stream of this session that can be resumed"), http.StatusBadRequest))
 		return
@@ -145,7 +146,7 @@ func (s *Server) resumeCall(ctx context.Context, c *call, stream, entry string) 
 		s.writeError(c.resp.w, nullID, err)
 		return
 	}
-	events, err := s.store.StreamEvents(ctx, c.session.Owner, c.session.ID, stream)
+	events, err := s.sessions.StreamEvents(ctx, c.session.Owner, c.session.ID, stream)
 	if err != nil {
 		s.writeError(c.resp.w, nullID, err)
 		return
