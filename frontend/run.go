@@ -80,7 +80,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		}
 	} else {
 		ref = taskstate.Ref{Owner: owner, ID: taskstate.NewID()}
-		handOut := (policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0) || c.legacyTask
+		handOut := (policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0) || c.taskNow
 		// Subscribe before the create, so no state change can be missed. A
 		// call that relays no notification (no progress token, no log
 		// level) needs only the states, so it waits for Redis's confirmation
@@ -108,7 +108,7 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 		caps, _ := encodeJSON(c.meta.ClientCapabilities)
 		p := taskstate.CreateParams{
 			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
-			TTLMs: s.ttlFor(inv.def, c.requestedTTL), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
+			TTLMs: s.ttlFor(inv.def, c.ttl), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
 		}
@@ -170,8 +170,8 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 				}
 			}
 		}
-		if c.session != nil && c.req.Method == proto.MethodToolsCall {
-			s.holdResumable(ctx, c, ref)
+		if c.hook != nil {
+			c.hook.Held(ctx, ref)
 		}
 	}
 
@@ -195,8 +195,8 @@ func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, erro
 	}
 
 	switch {
-	case rec.Status == proto.StatusInputRequired && c.session != nil:
-		return s.relayInput(ctx, c, sub, rec, waitStart, wait)
+	case rec.Status == proto.StatusInputRequired && c.hook != nil:
+		return c.hook.AskInput(ctx, sub, rec, waitStart, wait)
 	case rec.Status == proto.StatusInputRequired:
 		return s.askInput(ctx, c, rec, bind())
 	case policy == proto.PolicyTask:
@@ -284,8 +284,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 	}
 	var prime <-chan time.Time
 	if c.resp.log != nil && !c.resp.resumable() {
-		// A held legacy call still running after the sync budget opens its
-		// stream, so its first event id lets a client resume it.
+		// A held call with a resumable stream (an era's, hook.go) still
+		// running after the sync budget opens its stream, so its first
+		// event id lets a client resume it.
 		t := time.NewTimer(s.cfg.SyncBudget)
 		defer t.Stop()
 		prime = t.C
@@ -304,11 +305,8 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 				}
 				c.seen = ev.Version
 			}
-			if ev.Status == proto.StatusWorking && ev.StatusMessage != "" && c.session != nil {
-				s.statusProgress(c, ev.StatusMessage)
-			}
-			if c.watched != nil && ev.Version > 0 && ev.Status != "" {
-				taskStatus(c, ev)
+			if c.hook != nil {
+				c.hook.State(ev)
 			}
 			// A resync means events were lost while the hub reconnected:
 			// the record tells whether the task settled meanwhile.
@@ -337,8 +335,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 
 // abandoned ends a wait whose ctx ended: the client went away, or its key
 // was revoked. Nobody can receive the call's answer, unless it resumes the
-// stream (sselog.go; the task then runs on, bounded by its TTL), so the
-// task is cancelled; a tasks/result (c.observer) only stops watching.
+// stream (a resumable one, an era's; the task then runs on, bounded by its
+// TTL), so the task is cancelled; a request that only watches the task
+// (c.observer, a 2025-11-25 tasks/result) only stops watching.
 func (s *Server) abandoned(ctx context.Context, c *call, ref taskstate.Ref) error {
 	resumable := c.resp.resumable() && !errors.Is(context.Cause(ctx), errRevoked)
 	if !c.observer && !resumable {
@@ -368,7 +367,7 @@ func (s *Server) relay(c *call, raw string) {
 			return
 		}
 		if c.progressSent && p.Progress <= c.progress {
-			return // progress only increases, also between the tool's own and statusProgress's
+			return // progress only increases, also between the tool's own and an era's (NextProgress)
 		}
 		c.progress, c.progressSent = p.Progress, true
 		p.ProgressToken = c.meta.ProgressToken
@@ -381,22 +380,6 @@ func (s *Server) relay(c *call, raw string) {
 		}
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: n.Method, Params: p})
 	}
-}
-
-// statusProgress sends a legacy call's statusMessage update as
-// notifications/progress (the 2025-11-25 client has no tasks/get to read it
-// from): one step past the last progress sent, with the message; the
-// message sent last is not sent again.
-func (s *Server) statusProgress(c *call, msg string) {
-	if len(c.meta.ProgressToken) == 0 || (c.progressSent && msg == c.progressMessage) {
-		return
-	}
-	if c.progressSent {
-		c.progress++
-	}
-	c.progressSent, c.progressMessage = true, msg
-	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyProgress,
-		Params: proto.ProgressParams{ProgressToken: c.meta.ProgressToken, Progress: c.progress, Message: msg}})
 }
 
 // askInput answers the input a parked task asks for as an
@@ -506,8 +489,8 @@ func (s *Server) unscheduled(ctx context.Context, rec *taskstate.Record) {
 }
 
 // ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is
-// unlimited. A requested TTL (a 2025-11-25 task.ttl; nil: none) shortens it,
-// never lengthens it.
+// unlimited. A requested TTL (call.ttl, a 2025-11-25 task.ttl; nil: none)
+// shortens it, never lengthens it.
 func (s *Server) ttlFor(def *taskstate.ToolDef, requested *int64) *int64 {
 	ttl := s.cfg.DefaultTTL
 	switch {
