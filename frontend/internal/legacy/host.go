@@ -23,8 +23,9 @@ type Host interface {
 	// WithStatus is e answered with HTTP status rather than the one its
 	// code implies.
 	WithStatus(e *proto.Error, status int) error
-	// Pinned reports whether err's HTTP status is the transport's own
-	// (WithStatus, a 401, 413, 429, 503) rather than implied by its code.
+	// Pinned reports whether the front end pinned err's HTTP status
+	// (WithStatus: a missing session, a 401, 413, ...) rather than derived
+	// it from err's JSON-RPC code.
 	Pinned(err error) bool
 	// NotAllowed is the modern transport's answer to GET and DELETE /mcp
 	// (405).
