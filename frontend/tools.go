@@ -26,7 +26,7 @@ func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
 	if def == nil || def.Kind != taskstate.KindTool {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", p.Name)
 	}
-	if c.session == nil { // Mcp-Param-* headers are the modern transport's
+	if c.hook == nil { // Mcp-Param-* headers are the modern transport's
 		if err := checkParamHeaders(c.httpReq.Header, def.Tool.InputSchema, p.Arguments); err != nil {
 			return nil, err
 		}

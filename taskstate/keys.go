@@ -63,53 +63,6 @@ func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }
 // (base64). Type: string.
 func (k Keys) StateKey() string { return k.Prefix + "state-key" }
 
-// Session is a legacy-era (2025-11-25) HTTP session of one owner, opened
-// by initialize and named by its Mcp-Session-Id: fields in session.go; it
-// expires after an idle time, renewed on every request. Type: hash.
-func (k Keys) Session(owner, id string) string { return k.Prefix + "{" + owner + "}:session:" + id }
-
-// SessionSubscriptions holds the resource URIs a legacy session subscribed
-// to (resources/subscribe); it expires with its session. Type: set.
-func (k Keys) SessionSubscriptions(owner, id string) string { return k.Session(owner, id) + ":subs" }
-
-// SessionEvents holds the messages sent on one SSE stream of a legacy
-// session, for replay to a client resuming it with Last-Event-ID: field
-// "d" the message ("" for a priming event), "f" set on the request's final
-// response; capped at MaxStreamEvents entries, expiring with its session
-// (sselog.go). Type: stream.
-func (k Keys) SessionEvents(owner, id, stream string) string {
-	return k.Session(owner, id) + ":events:" + stream
-}
-
-// SessionGetStream names the one GET stream of a legacy session that gets
-// the session's messages (2025-11-25: a message goes on one stream only);
-// it expires unless its holder renews it (sselog.go). Type: string.
-func (k Keys) SessionGetStream(owner, id string) string { return k.Session(owner, id) + ":get" }
-
-// SessionSentStates records, per task of a legacy session, the newest
-// state its GET streams sent ("version status\x00statusMessage"), so a
-// stream that takes over from another does not send it again
-// (Store.SendTaskState). Type: hash; it expires with its session.
-func (k Keys) SessionSentStates(owner, id string) string { return k.Session(owner, id) + ":sent" }
-
-// SessionTasks indexes the tasks a legacy session created with a task
-// parameter: member task id, score its creation (unix ms); at most
-// MaxSessionTasks, expiring with the session. Type: sorted set.
-func (k Keys) SessionTasks(owner, id string) string { return k.Session(owner, id) + ":tasks" }
-
-// SessionTaskCreated is where a legacy session's new task is announced to
-// its GET stream; the payload is the task id. Type: pub/sub channel.
-func (k Keys) SessionTaskCreated(owner, id string) string {
-	return k.Session(owner, id) + ":task-created"
-}
-
-// SessionStreamCall names the held request a legacy POST stream answers,
-// so any front end can resume it: fields in sselog.go; it expires with its
-// session. Type: hash.
-func (k Keys) SessionStreamCall(owner, id, stream string) string {
-	return k.Session(owner, id) + ":call:" + stream
-}
-
 // Deadlines indexes one owner's tasks that have a TTL: member task id,
 // score the deadline (unix ms). The reaper walks it. Type: sorted set.
 func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }

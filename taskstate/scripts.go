@@ -52,5 +52,4 @@ var (
 	meterScript      = loadScript("meter")
 	creditScript     = loadScript("credit")
 	forwardedScript  = loadScript("forwarded")
-	getStreamScript  = loadScript("getstream")
 )

@@ -13,7 +13,7 @@ import (
 // tools-call-elicitation, elicitation-sep1034-defaults,
 // elicitation-sep1330-enums). They ask with worker.Call.Input like every
 // other input fixture; a 2025-11-25 client receives the question as a
-// server-to-client request on its call's stream (frontend/legacyinput.go).
+// server-to-client request on its call's stream (frontend/internal/legacy/input.go).
 
 // legacyTools are the 2025-11-25 input fixtures.
 func legacyTools() []worker.Tool {

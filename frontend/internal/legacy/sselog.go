@@ -1,4 +1,4 @@
-package taskstate
+package legacy
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The event log of a legacy session's SSE streams (2025-11-25 Streamable
+// The event log of a session's SSE streams (2025-11-25 Streamable
 // HTTP, "Resumability and Redelivery"): every message a front end writes
 // on a session's stream is first appended to that stream's Redis stream,
 // whose entry id becomes (part of) the SSE event id. A client that lost
@@ -25,7 +25,7 @@ import (
 const MaxStreamEvents = 256
 
 // ErrNoStream: no resumable call stream of that name in this session.
-var ErrNoStream = errors.New("taskstate: stream not found")
+var ErrNoStream = errors.New("legacy: stream not found")
 
 // StreamEvent is one logged SSE message.
 type StreamEvent struct {

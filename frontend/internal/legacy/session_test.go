@@ -1,4 +1,4 @@
-package taskstate_test
+package legacy_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -19,7 +20,7 @@ func TestSessions(t *testing.T) {
 		c := ctx(t)
 		owner, other := taskstate.OwnerTag(principal), taskstate.OwnerTag("mallory")
 		idle := time.Hour
-		sess := taskstate.Session{ID: taskstate.NewID(), Owner: owner, Version: "2025-11-25",
+		sess := legacy.Session{ID: taskstate.NewID(), Owner: owner, Version: "2025-11-25",
 			Capabilities: json.RawMessage(`{"elicitation":{}}`), ClientInfo: json.RawMessage(`{"name":"c","version":"1"}`)}
 		if err := e.s.CreateSession(c, sess, idle); err != nil {
 			t.Fatal(err)
@@ -37,11 +38,11 @@ func TestSessions(t *testing.T) {
 			t.Errorf("a read left the session %s to live, want its idle time renewed", left)
 		}
 		for _, id := range []string{sess.ID, "not-an-id", taskstate.NewID()} {
-			if _, err := e.s.Session(c, other, id, idle); !errors.Is(err, taskstate.ErrNoSession) {
+			if _, err := e.s.Session(c, other, id, idle); !errors.Is(err, legacy.ErrNoSession) {
 				t.Errorf("another owner's Session(%q): %v", id, err)
 			}
 		}
-		if err := e.s.DeleteSession(c, other, sess.ID); !errors.Is(err, taskstate.ErrNoSession) {
+		if err := e.s.DeleteSession(c, other, sess.ID); !errors.Is(err, legacy.ErrNoSession) {
 			t.Errorf("another owner's DeleteSession: %v", err)
 		}
 
@@ -71,14 +72,14 @@ func TestSessions(t *testing.T) {
 		if n := b.Client.Exists(c, key, e.s.Keys().SessionSubscriptions(owner, sess.ID)).Val(); n != 0 {
 			t.Errorf("%d session keys left after DELETE", n)
 		}
-		if err := e.s.DeleteSession(c, owner, sess.ID); !errors.Is(err, taskstate.ErrNoSession) {
+		if err := e.s.DeleteSession(c, owner, sess.ID); !errors.Is(err, legacy.ErrNoSession) {
 			t.Errorf("second DeleteSession: %v", err)
 		}
 		// A level written after the DELETE does not bring the session back.
 		if err := e.s.SetSessionLogLevel(c, owner, sess.ID, "debug", idle); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.s.Session(c, owner, sess.ID, idle); !errors.Is(err, taskstate.ErrNoSession) {
+		if _, err := e.s.Session(c, owner, sess.ID, idle); !errors.Is(err, legacy.ErrNoSession) {
 			t.Errorf("Session after DELETE: %v", err)
 		}
 	})
@@ -90,12 +91,12 @@ func TestSessionSubscriptionsBounded(t *testing.T) {
 	e := newEnv(t, redistest.Mini(t))
 	c := ctx(t)
 	owner, id := taskstate.OwnerTag(principal), taskstate.NewID()
-	for i := range taskstate.MaxSessionSubscriptions {
+	for i := range legacy.MaxSessionSubscriptions {
 		if err := e.s.Subscribe(c, owner, id, "test://r/"+string(rune('a'+i%26))+string(rune('a'+i/26)), true, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.s.Subscribe(c, owner, id, "test://one-more", true, time.Hour); !errors.Is(err, taskstate.ErrSubscriptionsLimit) {
+	if err := e.s.Subscribe(c, owner, id, "test://one-more", true, time.Hour); !errors.Is(err, legacy.ErrSubscriptionsLimit) {
 		t.Errorf("past the limit: %v", err)
 	}
 	if err := e.s.Subscribe(c, owner, id, "test://r/aa", true, time.Hour); err != nil {

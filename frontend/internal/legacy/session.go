@@ -1,4 +1,4 @@
-package taskstate
+package legacy
 
 import (
 	"context"
@@ -7,18 +7,20 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/taskstate"
 )
 
-// ErrNoSession: no legacy session of that id for this owner (never
-// opened, ended with DELETE, idle past its expiry, or another principal's).
-var ErrNoSession = errors.New("taskstate: session not found")
+// ErrNoSession: no session of that id for this owner (never opened, ended
+// with DELETE, idle past its expiry, or another principal's).
+var ErrNoSession = errors.New("legacy: session not found")
 
-// Session is a legacy-era HTTP session (protocol revision 2025-11-25): what
+// Session is an HTTP session of protocol revision 2025-11-25: what
 // its initialize declared, kept in Redis so any front end serves any of its
 // requests, under its owner's hash tag so another principal cannot address
 // it.
 type Session struct {
-	// ID is the Mcp-Session-Id (NewID).
+	// ID is the Mcp-Session-Id (taskstate.NewID).
 	ID string
 	// Owner is the principal's tag.
 	Owner string
@@ -56,7 +58,7 @@ func (s *Store) CreateSession(ctx context.Context, sess Session, idle time.Durat
 // Session reads the owner's session id and renews its idle expiry;
 // ErrNoSession when there is none.
 func (s *Store) Session(ctx context.Context, owner, id string, idle time.Duration) (*Session, error) {
-	if !ValidID(id) {
+	if !taskstate.ValidID(id) {
 		return nil, ErrNoSession // junk never reaches Redis
 	}
 	key := s.keys.Session(owner, id)
@@ -93,7 +95,7 @@ func (s *Store) SetSessionLogLevel(ctx context.Context, owner, id, level string,
 
 // DeleteSession ends the owner's session id; ErrNoSession when there was none.
 func (s *Store) DeleteSession(ctx context.Context, owner, id string) error {
-	if !ValidID(id) {
+	if !taskstate.ValidID(id) {
 		return ErrNoSession
 	}
 	n, err := s.rdb.Del(ctx, s.keys.Session(owner, id), s.keys.SessionSubscriptions(owner, id)).Result()
@@ -109,12 +111,12 @@ func (s *Store) DeleteSession(ctx context.Context, owner, id string) error {
 		s.keys.SessionSentStates(owner, id)).Err()
 }
 
-// MaxSessionSubscriptions bounds the resources one legacy session may
-// subscribe to (docs/security.md), as MaxListenResources bounds a listen.
+// MaxSessionSubscriptions bounds the resources one session may subscribe
+// to (docs/security.md), as frontend.MaxListenResources bounds a listen.
 const MaxSessionSubscriptions = 100
 
 // ErrSubscriptionsLimit: the session holds MaxSessionSubscriptions already.
-var ErrSubscriptionsLimit = errors.New("taskstate: too many resource subscriptions in this session")
+var ErrSubscriptionsLimit = errors.New("legacy: too many resource subscriptions in this session")
 
 // Subscribe adds uri to the session's resource subscriptions (true) or
 // removes it (false).

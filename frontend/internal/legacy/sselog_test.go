@@ -1,4 +1,4 @@
-package taskstate_test
+package legacy_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -20,28 +21,28 @@ func TestStreamEvents(t *testing.T) {
 		e := newEnv(t, b)
 		c := ctx(t)
 		owner, sess, stream := taskstate.OwnerTag(principal), taskstate.NewID(), "c."+taskstate.NewID()
-		call := &taskstate.StreamCall{RequestID: json.RawMessage(`"call-1"`), TaskID: taskstate.NewID(), ProgressToken: json.RawMessage(`7`)}
+		call := &legacy.StreamCall{RequestID: json.RawMessage(`"call-1"`), TaskID: taskstate.NewID(), ProgressToken: json.RawMessage(`7`)}
 		prime, err := e.s.AppendStreamEvent(c, owner, sess, stream, nil, false, call, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids := []string{prime}
-		n := taskstate.MaxStreamEvents + 10
+		n := legacy.MaxStreamEvents + 10
 		for i := 1; i < n; i++ {
 			id, err := e.s.AppendStreamEvent(c, owner, sess, stream, []byte(`{"n":`+strconv.Itoa(i)+`}`), i == n-1, nil, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !taskstate.EntryAfter(id, ids[len(ids)-1]) || taskstate.EntryAfter(ids[len(ids)-1], id) {
+			if !legacy.EntryAfter(id, ids[len(ids)-1]) || legacy.EntryAfter(ids[len(ids)-1], id) {
 				t.Fatalf("entry %s does not follow %s", id, ids[len(ids)-1])
 			}
 			ids = append(ids, id)
 		}
 		got, err := e.s.StreamEvents(c, owner, sess, stream)
-		if err != nil || len(got) != taskstate.MaxStreamEvents {
-			t.Fatalf("StreamEvents: %d events, %v; want the newest %d", len(got), err, taskstate.MaxStreamEvents)
+		if err != nil || len(got) != legacy.MaxStreamEvents {
+			t.Fatalf("StreamEvents: %d events, %v; want the newest %d", len(got), err, legacy.MaxStreamEvents)
 		}
-		first := n - taskstate.MaxStreamEvents
+		first := n - legacy.MaxStreamEvents
 		if got[0].ID != ids[first] || string(got[0].Data) != `{"n":`+strconv.Itoa(first)+`}` || got[0].Final {
 			t.Errorf("oldest kept %+v, want entry %s", got[0], ids[first])
 		}
@@ -58,18 +59,18 @@ func TestStreamEvents(t *testing.T) {
 			t.Fatalf("StreamCallOf = %+v, %v", sc, err)
 		}
 		other := taskstate.OwnerTag("mallory")
-		if _, err := e.s.StreamCallOf(c, other, sess, stream); !errors.Is(err, taskstate.ErrNoStream) {
+		if _, err := e.s.StreamCallOf(c, other, sess, stream); !errors.Is(err, legacy.ErrNoStream) {
 			t.Errorf("another owner's StreamCallOf: %v", err)
 		}
 		if evs, err := e.s.StreamEvents(c, other, sess, stream); err != nil || len(evs) != 0 {
 			t.Errorf("another owner's StreamEvents: %d, %v", len(evs), err)
 		}
 		for _, c := range [][2]string{{"1-0", "0-9"}, {"2-1", "2-0"}, {"10-0", "9-5"}} {
-			if !taskstate.EntryAfter(c[0], c[1]) || taskstate.EntryAfter(c[1], c[0]) {
+			if !legacy.EntryAfter(c[0], c[1]) || legacy.EntryAfter(c[1], c[0]) {
 				t.Errorf("EntryAfter(%s, %s) wrong", c[0], c[1])
 			}
 		}
-		if taskstate.EntryAfter("x", "0-0") || taskstate.EntryAfter("1-0", "junk") || taskstate.EntryAfter("1-0", "1-0") {
+		if legacy.EntryAfter("x", "0-0") || legacy.EntryAfter("1-0", "junk") || legacy.EntryAfter("1-0", "1-0") {
 			t.Error("EntryAfter accepts what is not a later entry id")
 		}
 	})
@@ -86,7 +87,7 @@ func TestSendTaskState(t *testing.T) {
 		e := newEnv(t, b)
 		owner, session := taskstate.OwnerTag(principal), taskstate.NewID()
 		const hold, idle = time.Minute, time.Hour
-		if err := e.s.CreateSession(ctx(t), taskstate.Session{ID: session, Owner: owner, Version: "2025-11-25"}, idle); err != nil {
+		if err := e.s.CreateSession(ctx(t), legacy.Session{ID: session, Owner: owner, Version: "2025-11-25"}, idle); err != nil {
 			t.Fatal(err)
 		}
 		send := func(stream string, version int64, state string) bool {
