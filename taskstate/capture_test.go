@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -38,7 +39,7 @@ type captureEnv struct {
 
 func newCaptureEnv(t *testing.T, b *redistest.Backend) *captureEnv {
 	t.Helper()
-	rdb, err := taskstate.Connect(b.URL)
+	rdb, err := redisconn.Connect(b.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

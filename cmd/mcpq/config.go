@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/internal/toolpack/conformance"
 	"github.com/mcpq/mcpq/taskstate"
@@ -72,7 +73,7 @@ func envInt(name string, def int) int {
 // Redis Cluster (redis+cluster://h1:p1,h2:p2/) or a Sentinel-managed primary
 // (redis+sentinel://s1:p1,s2:p2/MASTER/0); the forms are in docs/redis.md.
 func redisClient() (redis.UniversalClient, error) {
-	rdb, err := taskstate.Connect(env("REDIS_URL", "redis://127.0.0.1:6379/0"))
+	rdb, err := redisconn.Connect(env("REDIS_URL", "redis://127.0.0.1:6379/0"))
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
