@@ -23,6 +23,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
@@ -225,6 +226,7 @@ type env struct {
 	srv    *frontend.Server
 	h      http.Handler
 	store  *taskstate.Store // the worker's view, on the same clock
+	access *access.Store    // managed API keys
 	enq    *fakeEnqueuer
 	clock  *fakeClock
 	prefix string
@@ -236,6 +238,7 @@ func newEnv(t testing.TB, b *redistest.Backend, mod func(*frontend.Config)) *env
 	t.Helper()
 	e := &env{t: t, b: b, clock: newFakeClock(), prefix: b.Prefix}
 	e.store = taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix, Clock: e.clock.Now})
+	e.access = access.New(b.Client, b.Prefix, e.clock.Now)
 	e.enq = newFakeEnqueuer(e.store)
 	e.publish(fixtureTools("mcpq")...)
 	e.cfg = frontend.Config{

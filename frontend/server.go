@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/billmetrics"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -25,6 +26,7 @@ type Server struct {
 	drainOnce  sync.Once
 	cfg        Config
 	store      *taskstate.Store
+	buckets    *access.Store // Config.RateLimit's request buckets
 	hub        *taskstate.Hub
 	catalog    *catalog
 	listens    listenCounts // open listen streams per principal
@@ -125,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 		draining:    make(chan struct{}),
 		cfg:         cfg,
 		store:       store,
+		buckets:     access.New(cfg.Redis, cfg.Prefix, cfg.Clock),
 		hub:         taskstate.NewHub(cfg.Redis),
 		catalog:     newCatalog(store, cfg.CatalogTTL, cfg.Logger),
 		log:         cfg.Logger,

@@ -146,14 +146,6 @@ func AsynqPendingQueue(key string) (queue string, ok bool) {
 	return strings.CutSuffix(rest, "}:pending")
 }
 
-// APIKeys maps the SHA-256 (hex) of a managed API key to its KeyInfo
-// (JSON). Only hashes are stored. Type: hash.
-func (k Keys) APIKeys() string { return k.Prefix + "{apikeys}:by-hash" }
-
-// APIKeyIDs maps a managed key's public id to the SHA-256 of the key, for
-// listing and revocation. Type: hash (same slot as APIKeys).
-func (k Keys) APIKeyIDs() string { return k.Prefix + "{apikeys}:by-id" }
-
 // Tasks indexes one owner's tasks newest first: member task id, score
 // createdAt (unix ms). "My tasks" pages through it. Type: sorted set.
 func (k Keys) Tasks(owner string) string { return k.Prefix + "{" + owner + "}:tasks" }
@@ -183,9 +175,6 @@ func (k Keys) Held(owner string) string { return k.Prefix + "{" + owner + "}:hel
 func (k Keys) Running(owner, queue string) string {
 	return k.Prefix + "{" + owner + "}:running:" + queue
 }
-
-// Rate is one owner's request token bucket (fields tokens, ts). Type: hash.
-func (k Keys) Rate(owner string) string { return k.Prefix + "{" + owner + "}:rate" }
 
 // Stops is where every task's cancel request and expiry is also announced
 // (payload: the task id), so a worker follows all its running jobs with one

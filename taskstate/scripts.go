@@ -46,7 +46,6 @@ var (
 	checkpointScript = loadScript("checkpoint")
 	ttlScript        = loadScript("ttl")
 	reapScript       = loadScript("reap")
-	rateScript       = loadScript("ratelimit")
 	takeoverScript   = loadScript("takeover")
 	servingScript    = loadScript("serving")
 	meterScript      = loadScript("meter")
