@@ -23,7 +23,7 @@ const toolPriced = "render_priced"
 func pricedTool() taskstate.ToolDef {
 	return taskstate.ToolDef{Tool: proto.Tool{Name: toolPriced, InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"frames":{"type":"integer"}}}`)},
-		Policy: proto.PolicyTask, Queue: "mcpq", Price: &taskstate.Price{Base: 10, PerArgument: map[string]int64{"frames": 5}}}
+		Policy: proto.PolicyTask, Queue: "mcpq", Price: &proto.Price{Base: 10, PerArgument: map[string]int64{"frames": 5}}}
 }
 
 // rest GETs path from the REST API as the anonymous caller and decodes it.
@@ -93,8 +93,8 @@ func TestBillingCalls(t *testing.T) {
 			t.Fatalf("REST view receipt: %+v", view.Receipt)
 		}
 		var page struct {
-			Entries    []taskstate.LedgerEntry `json:"entries"`
-			NextCursor string                  `json:"nextCursor"`
+			Entries    []proto.LedgerEntry `json:"entries"`
+			NextCursor string              `json:"nextCursor"`
 		}
 		if e.restGet("/v1/ledger?limit=2", &page); len(page.Entries) != 2 || page.Entries[0].Kind != "credit" ||
 			page.Entries[1].Kind != "reserve" || page.NextCursor != page.Entries[1].ID {

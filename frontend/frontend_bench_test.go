@@ -72,8 +72,8 @@ func benchBackends(b *testing.B, asynqEnqueue, billing bool, fn func(b *testing.
 		def := taskstate.ToolDef{Tool: proto.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Policy: proto.PolicyTask, Queue: "mcpq"}
 		if billing {
-			def.Price = &taskstate.Price{Base: 1}
-			if _, err := store.Credit(ctx, frontend.AnonymousPrincipal, taskstate.MaxAmount); err != nil {
+			def.Price = &proto.Price{Base: 1}
+			if _, err := store.Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
 				b.Fatal(err)
 			}
 		}

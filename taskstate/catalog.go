@@ -49,9 +49,9 @@ type ToolDef struct {
 	PollIntervalMs int64 `json:"pollIntervalMs,omitempty"`
 	// Queue is the asynq queue the tool's workers serve.
 	Queue string `json:"queue"`
-	// Price is what a call reserves where billing is on (billing.go); nil:
+	// Price is what a call reserves where billing is on (proto.Price; billing.go); nil:
 	// the tool is free.
-	Price *Price `json:"price,omitempty"`
+	Price *proto.Price `json:"price,omitempty"`
 	// Order is the entry's registration rank in its worker; listings are
 	// sorted by Order, then Key.
 	Order int `json:"order,omitempty"`

@@ -108,8 +108,8 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 		s.keys.ArgBytes(ref.Owner)}
 	reserve, idemTTL := "", ""
 	if p.Reserve != nil {
-		if *p.Reserve < 0 || *p.Reserve > MaxAmount {
-			return nil, fmt.Errorf("taskstate: a reservation must be 0 to %d, got %d", int64(MaxAmount), *p.Reserve)
+		if *p.Reserve < 0 || *p.Reserve > proto.MaxAmount {
+			return nil, fmt.Errorf("taskstate: a reservation must be 0 to %d, got %d", int64(proto.MaxAmount), *p.Reserve)
 		}
 		reserve = strconv.FormatInt(*p.Reserve, 10)
 	}

@@ -194,7 +194,7 @@ func (k Keys) Account(owner string) string { return k.Prefix + "{" + owner + "}:
 func (k Keys) Holds(owner string) string { return k.Prefix + "{" + owner + "}:holds" }
 
 // Ledger is one owner's append-only billing ledger: credit, reserve,
-// settle and release entries (billing.go, LedgerEntry). Type: stream.
+// settle and release entries (billing.go, proto.LedgerEntry). Type: stream.
 func (k Keys) Ledger(owner string) string { return k.Prefix + "{" + owner + "}:ledger" }
 
 // Idempotency maps one owner's idempotency key (its SHA-256, hex) to the

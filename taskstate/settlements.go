@@ -5,29 +5,23 @@ import (
 	"errors"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/proto"
 )
 
-// LedgerHook forwards billing to an external payment system (docs/billing.md,
-// "Settlement hook"). It never runs inside a script: the ledger is its
-// outbox. ForwardLedgers offers each owner's entries after the owner's
-// forwarded cursor (Keys.LedgerForwarded) and moves the cursor only when
-// Forward returned nil, so a failing or slow hook loses nothing and holds
-// up no task. Delivery is at least once: an entry may be offered again
-// (after an error, or by two forwarders at once); its ID is unique and
-// time-ordered, the key to drop a repeat by.
-type LedgerHook interface {
-	// Forward receives entries of one principal's ledger in ledger order,
-	// oldest first. principal is empty for an account written before
-	// accounts kept the name; owner is its OwnerTag.
-	Forward(ctx context.Context, principal, owner string, entries []LedgerEntry) error
-}
-
-// ForwardLedgers offers every owner's unforwarded ledger entries to hook,
-// at most batch (1..MaxLedgerPage) per owner per call, and returns how many
-// the hook acknowledged. A hook error stops nothing but that owner's
-// batch; the first error is returned after every owner was offered its
-// entries.
-func (s *Store) ForwardLedgers(ctx context.Context, hook LedgerHook, batch int) (int, error) {
+// ForwardLedgers offers every owner's unforwarded ledger entries to
+// forward (a worker's ledger hook: docs/billing.md, "Settlement hook"),
+// at most batch (1..MaxLedgerPage) per owner per call, in ledger order,
+// with the owner's principal ("" for an account written before accounts
+// kept the name) and OwnerTag, and returns how many forward acknowledged.
+// It never runs inside a script: the ledger is the hook's outbox. The
+// owner's forwarded cursor (Keys.LedgerForwarded) moves only when forward
+// returned nil, so a failing or slow hook loses nothing and holds up no
+// task; delivery is at least once (after an error, or with two forwarders
+// at once). A hook error stops nothing but that owner's batch; the first
+// error is returned after every owner was offered its entries.
+func (s *Store) ForwardLedgers(ctx context.Context, batch int,
+	forward func(ctx context.Context, principal, owner string, entries []proto.LedgerEntry) error) (int, error) {
 	batch = min(max(batch, 1), MaxLedgerPage)
 	forwarded := 0
 	var firstErr error
@@ -50,12 +44,12 @@ func (s *Store) ForwardLedgers(ctx context.Context, hook LedgerHook, batch int) 
 		if len(msgs) == 0 {
 			continue
 		}
-		entries := make([]LedgerEntry, len(msgs))
+		entries := make([]proto.LedgerEntry, len(msgs))
 		for i, m := range msgs {
 			entries[i] = ledgerEntry(m)
 		}
 		principal, _ := s.rdb.HGet(ctx, s.keys.Account(owner), "principal").Result()
-		if err := hook.Forward(ctx, principal, owner, entries); err != nil {
+		if err := forward(ctx, principal, owner, entries); err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}

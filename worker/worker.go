@@ -357,7 +357,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.sweepBlobs(ctx)
 			}
 		case <-ledger:
-			if _, err := w.store.ForwardLedgers(ctx, w.cfg.LedgerHook, taskstate.MaxLedgerPage); err != nil && ctx.Err() == nil {
+			if _, err := w.store.ForwardLedgers(ctx, taskstate.MaxLedgerPage, w.cfg.LedgerHook.Forward); err != nil && ctx.Err() == nil {
 				w.log.Warn("ledger hook: entries kept to offer again", "err", err)
 			}
 		}

@@ -175,10 +175,10 @@ func (s *suite) publishCatalog(ctx context.Context) error {
 	if s.cfg.Billing {
 		for i := range defs {
 			if defs[i].Tool.Name == toolNoop {
-				defs[i].Price = &taskstate.Price{Base: 1}
+				defs[i].Price = &proto.Price{Base: 1}
 			}
 		}
-		if _, err := s.store.Credit(ctx, frontend.AnonymousPrincipal, taskstate.MaxAmount); err != nil {
+		if _, err := s.store.Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
 			return err
 		}
 	}
