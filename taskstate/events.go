@@ -93,7 +93,7 @@ func DecodeEvent(payload string) Event {
 
 // validStatus reports whether st is one of the task statuses (not StatusNew).
 func validStatus(st proto.TaskStatus) bool {
-	return st != StatusNew && slices.Contains(AllStatuses, st)
+	return st != StatusNew && slices.Contains(allStatuses, st)
 }
 
 // Notify publishes a notification (JSON) to whoever waits on the task.
