@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -177,10 +178,10 @@ func TestBillingRefusalLeavesNoJob(t *testing.T) {
 	e := newEnv(t, b, func(c *frontend.Config) { c.Billing, c.Enqueuer = true, nil })
 	e.publish(pricedTool())
 	insp := asynq.NewInspectorFromRedisClient(b.Client)
-	queue := e.store.Keys().Queue("mcpq")
+	aq := queue.Keys{Prefix: b.Prefix}.Queue("mcpq")
 	pending := func() []string {
 		t.Helper()
-		list, err := insp.ListPendingTasks(queue)
+		list, err := insp.ListPendingTasks(aq)
 		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
 			t.Fatal(err)
 		}

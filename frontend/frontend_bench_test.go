@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
@@ -33,12 +31,10 @@ const benchMetaTasks = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
 	`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
 
 // benchEnqueuer accepts every job and does nothing (isolates the front end
-// from asynq).
+// from the queue).
 type benchEnqueuer struct{}
 
-func (benchEnqueuer) EnqueueContext(context.Context, *asynq.Task, ...asynq.Option) (*asynq.TaskInfo, error) {
-	return &asynq.TaskInfo{}, nil
-}
+func (benchEnqueuer) Enqueue(context.Context, frontend.Job) error { return nil }
 
 // benchServer is a front end on one backend with a task-policy tool
 // "noop" in its catalog and one live task.

@@ -53,12 +53,12 @@ type CreateParams struct {
 	// (its Ref.ID is not ID then).
 	IdempotencyKey string
 	IdempotencyTTL time.Duration
-	// Job, when an enqueue was captured into it (CaptureJob), is sent in
-	// the same round trip, after the record. When the record is written but
-	// the job is not, Create returns the record and a *JobError. When the
-	// record is refused (ErrLimit, ErrExists) the job may still be queued; a
-	// worker's claim finds no record and drops it.
-	Job *Job
+	// Job, when not nil, is sent in the same round trip, after the record
+	// (Job). When the record is written but the job is not, Create returns
+	// the record and a *JobError. When the record is refused (ErrLimit,
+	// ErrExists) the job may still be queued; a worker's claim finds no
+	// record and drops it.
+	Job Job
 	// Listening, when not nil, is set to whether the task's events channel
 	// (Keys.Events) had a subscriber in Redis when the record was written: a
 	// subscription started before Create (Hub.Start) but not yet confirmed
@@ -139,16 +139,12 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if p.Listening != nil {
 		*p.Listening = false // until Redis says otherwise
 	}
-	if p.Job.Captured() || (p.Listening != nil && s.waitReplicas <= 0) {
+	if p.Job != nil || (p.Listening != nil && s.waitReplicas <= 0) {
 		var watch string
 		if p.Listening != nil {
 			watch = s.keys.Events(ref)
 		}
-		job := p.Job
-		if !job.Captured() {
-			job = nil
-		}
-		replayed, err, jobErr = s.runWithJob(ctx, job, keys, watch, p.Listening, argv...)
+		replayed, err, jobErr = s.runWithJob(ctx, p.Job, keys, watch, p.Listening, argv...)
 	} else {
 		reply, replicaErr := s.runWaited(ctx, createScript, keys, argv...)
 		if replayed, err = createReply(reply); err == nil {

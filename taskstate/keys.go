@@ -3,16 +3,16 @@ package taskstate
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 )
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "mcpq:"
 
-// Keys builds every Redis key and channel name mcpq uses. Names that belong
-// to one principal carry its hash tag ({p...}), so all keys a script touches
-// share one Redis Cluster slot and a lookup under another principal cannot
-// address the record.
+// Keys builds every Redis key and channel name of tasks (internal/access
+// and internal/queue build theirs under the same prefix). Names that
+// belong to one principal carry its hash tag ({p...}), so all keys a
+// script touches share one Redis Cluster slot and a lookup under another
+// principal cannot address the record.
 type Keys struct {
 	// Prefix starts every name; tests use a unique prefix to run in parallel.
 	Prefix string
@@ -117,34 +117,6 @@ func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "
 // Owners lists the owner tags that have (or had) tasks, so the reaper and
 // the recovery loop can find every owner's indexes. Type: set.
 func (k Keys) Owners() string { return k.Prefix + "owners" }
-
-// Queue is the asynq queue name of an mcpq queue: asynq's own keys carry no
-// prefix, so the prefix goes into the queue name to keep deployments apart.
-func (k Keys) Queue(name string) string { return k.Prefix + name }
-
-// QueueName is the mcpq queue name of an asynq queue name (Queue's
-// inverse); ok is false for a name without the prefix.
-func (k Keys) QueueName(asynqQueue string) (name string, ok bool) {
-	return strings.CutPrefix(asynqQueue, k.Prefix)
-}
-
-// Wake is where a new job on queue (an mcpq queue name) is announced, in
-// the same round trip as its enqueue, so an idle worker of the queue
-// dequeues it at once instead of at its next poll (worker/wake.go). The
-// payload is empty. Type: pub/sub channel.
-func (k Keys) Wake(queue string) string { return k.Prefix + "wake:" + queue }
-
-// AsynqPendingQueue is the asynq queue name in asynq's pending list key of
-// a queue, "asynq:{<queue>}:pending" (asynq v0.26.0, internal/base
-// PendingKey: one of the keys of its enqueue and dequeue scripts); ok is
-// false for any other key.
-func AsynqPendingQueue(key string) (queue string, ok bool) {
-	rest, ok := strings.CutPrefix(key, "asynq:{")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "}:pending")
-}
 
 // Tasks indexes one owner's tasks newest first: member task id, score
 // createdAt (unix ms). "My tasks" pages through it. Type: sorted set.

@@ -62,8 +62,9 @@ type Record struct {
 	// Checkpoint is the handler's last saved checkpoint.
 	Checkpoint json.RawMessage
 	// Resumes is the task's job sequence number: it counts the jobs issued
-	// after the first, on a resume after input or a takeover from a lost
-	// worker (the job id carries it: internal/job).
+	// after the first, on a resume after input, a takeover from a lost
+	// worker or a job over its principal's share (the job id carries it:
+	// internal/queue).
 	Resumes int64
 	// Lost counts the deliveries taken back from lost workers.
 	Lost int64

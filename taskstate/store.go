@@ -42,12 +42,10 @@ type Options struct {
 	Settled func(Settlement)
 }
 
-// Defaults of Options.LostAfter and Options.CancelGrace, and of the cap
-// on task lifetimes front ends and workers share.
+// Defaults of Options.LostAfter and Options.CancelGrace.
 const (
 	DefaultLostAfter   = 10 * time.Second
 	DefaultCancelGrace = 2 * time.Second
-	DefaultMaxTTL      = 24 * time.Hour
 )
 
 // Store reads and changes task records. It is safe for concurrent use.

@@ -491,7 +491,7 @@ func TestShutdownRequeuesRunningJob(t *testing.T) {
 	if rec.Status != proto.StatusWorking || rec.Attempt != 1 || len(rec.Result) != 0 || rec.Error != nil {
 		t.Fatalf("record after shutdown: %+v, want working attempt 1 untouched", rec)
 	}
-	info, err := asynq.NewInspectorFromRedisClient(h.b.Client).GetTaskInfo(h.store.Keys().Queue(h.queue), tk.ref.ID)
+	info, err := asynq.NewInspectorFromRedisClient(h.b.Client).GetTaskInfo(h.jobs.Keys().Queue(h.queue), tk.ref.ID)
 	if err != nil {
 		t.Fatalf("job after shutdown: %v", err)
 	}

@@ -141,7 +141,7 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 func sharedFlags(fs *flag.FlagSet, lostAfter, maxTTL *time.Duration) {
 	fs.DurationVar(lostAfter, "lost-after", envDuration("MCPQ_LOST_AFTER", taskstate.DefaultLostAfter),
 		"a running task whose worker has not heartbeat for this long is run again elsewhere (env MCPQ_LOST_AFTER)")
-	fs.DurationVar(maxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", taskstate.DefaultMaxTTL),
+	fs.DurationVar(maxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", worker.DefaultMaxTTL),
 		"cap on every task lifetime, also when a tool extends it (env MCPQ_MAX_TTL)")
 }
 

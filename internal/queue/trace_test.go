@@ -1,4 +1,4 @@
-package job
+package queue
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/mcpq/mcpq/taskstate"
 )
 
-// TestTraceInPayload: Enqueue writes the trace context of its ctx's span
+// TestTraceInPayload: an enqueue writes the trace context of its ctx's span
 // into the payload, Decode still reads the Ref, and Trace gives a worker
 // that trace context as the remote parent.
 func TestTraceInPayload(t *testing.T) {
@@ -22,10 +22,10 @@ func TestTraceInPayload(t *testing.T) {
 	for _, ref := range []taskstate.Ref{{Owner: "p1", ID: "abc"}, {Owner: `we"ird`, ID: "ünï"}} {
 		var enq capture
 		ctx := trace.ContextWithSpanContext(context.Background(), sc)
-		if err := Enqueue(ctx, &enq, ref, 0, "q", time.Hour); err != nil {
+		if err := enqueue(ctx, &enq, Keys{}, Job{Ref: ref, Tool: "echo", Queue: "q"}, time.Hour, 0); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := Decode(enq.payload); err != nil || got != ref {
+		if got, tool, err := Decode(enq.payload); err != nil || got != ref || tool != "echo" {
 			t.Fatalf("Decode(%s) = %+v, %v; want %+v", enq.payload, got, err, ref)
 		}
 		got := trace.SpanContextFromContext(Trace(context.Background(), enq.payload))
@@ -33,11 +33,11 @@ func TestTraceInPayload(t *testing.T) {
 			t.Errorf("Trace(%s) = %+v, want remote %s/%s sampled", enq.payload, got, tid, sid)
 		}
 		var plainEnq capture // no span: the payload is Payload's
-		if err := Enqueue(context.Background(), &plainEnq, ref, 0, "q", time.Hour); err != nil {
+		if err := enqueue(context.Background(), &plainEnq, Keys{}, Job{Ref: ref, Tool: "echo", Queue: "q"}, time.Hour, 0); err != nil {
 			t.Fatal(err)
 		}
-		if string(plainEnq.payload) != string(Payload(ref)) {
-			t.Errorf("Enqueue without a span wrote %s, want %s", plainEnq.payload, Payload(ref))
+		if want := Payload(Job{Ref: ref, Tool: "echo"}); string(plainEnq.payload) != string(want) {
+			t.Errorf("enqueue without a span wrote %s, want %s", plainEnq.payload, want)
 		}
 		if sc := trace.SpanContextFromContext(Trace(context.Background(), plainEnq.payload)); sc.IsValid() {
 			t.Errorf("Trace of a payload without tp = %+v", sc)
@@ -48,12 +48,12 @@ func TestTraceInPayload(t *testing.T) {
 	if sc := trace.SpanContextFromContext(Trace(context.Background(), bad)); sc.IsValid() {
 		t.Errorf("Trace of a bad tp = %+v", sc)
 	}
-	if got, err := Decode(bad); err != nil || got != (taskstate.Ref{Owner: "p1", ID: "x"}) {
+	if got, _, err := Decode(bad); err != nil || got != (taskstate.Ref{Owner: "p1", ID: "x"}) {
 		t.Errorf("Decode(%s) = %+v, %v", bad, got, err)
 	}
 }
 
-// capture is an Enqueuer that keeps the last payload.
+// capture is an enqueuer that keeps the last payload.
 type capture struct{ payload []byte }
 
 func (c *capture) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
