@@ -63,8 +63,8 @@ type Record struct {
 	Checkpoint json.RawMessage
 	// Resumes is the task's job sequence number: it counts the jobs issued
 	// after the first, on a resume after input, a takeover from a lost
-	// worker or a job over its principal's share (the job id carries it:
-	// internal/queue).
+	// worker, a job over its principal's share or one handed back (the job
+	// id carries it: internal/queue).
 	Resumes int64
 	// Lost counts the deliveries taken back from lost workers.
 	Lost int64

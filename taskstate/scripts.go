@@ -51,5 +51,6 @@ var (
 	meterScript      = loadScript("meter")
 	creditScript     = loadScript("credit")
 	forwardedScript  = loadScript("forwarded")
+	handBackScript   = loadScript("handback")
 	getStreamScript  = loadScript("getstream")
 )

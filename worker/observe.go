@@ -37,9 +37,17 @@ type metrics struct {
 	takeovers  *prometheus.CounterVec // action
 	expired    prometheus.Counter
 	running    prometheus.Gauge
-	holding    prometheus.Gauge   // asynq servers holding a dequeue for a wake-up (internal/queue)
-	woken      prometheus.Counter // jobs a wake-up delivered
+	holding    prometheus.Gauge       // asynq servers holding a dequeue for a wake-up (internal/queue)
+	woken      prometheus.Counter     // jobs a wake-up delivered
+	handBacks  *prometheus.CounterVec // outcome (handback.go)
 }
+
+// Outcomes of a job for a tool this worker does not serve (label
+// "outcome" of mcpq_worker_handbacks_total).
+const (
+	handBackRequeued = "requeued" // back in the queue, for a worker that serves the tool
+	handBackFailed   = "failed"   // no live worker serves the tool: the task failed
+)
 
 // Takeover actions (label "action" of mcpq_worker_takeovers_total).
 const (
@@ -98,12 +106,19 @@ func newMetrics(reg *prometheus.Registry, w *Worker) *metrics {
 			Name: "mcpq_worker_woken_jobs_total",
 			Help: "Jobs an idle worker dequeued on a wake-up rather than on its poll.",
 		}),
+		handBacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpq_worker_handbacks_total",
+			Help: "Jobs for a tool this worker does not serve: requeued (for a worker that serves it) or failed (no live worker serves it).",
+		}, []string{"outcome"}),
 	}
 	for _, a := range []string{takeoverRerun, takeoverFailed, takeoverCancelled} {
 		m.takeovers.WithLabelValues(a) // shown at 0 from the start
 	}
+	for _, o := range []string{handBackRequeued, handBackFailed} {
+		m.handBacks.WithLabelValues(o)
+	}
 	reg.MustRegister(m.ended, m.pickup, m.duration, m.inputWaits, m.cancel, m.heartbeats,
-		m.takeovers, m.expired, m.running, m.holding, m.woken, &queueCollector{w: w})
+		m.takeovers, m.expired, m.running, m.holding, m.woken, m.handBacks, &queueCollector{w: w})
 	return m
 }
 

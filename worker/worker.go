@@ -103,9 +103,11 @@ type Config struct {
 	// other principals find free slots. Empty (the default): no share.
 	// Every worker of a deployment needs the same.
 	MaxRunningPerPrincipal map[string]int
-	// BusyDelay is how long a job over its principal's share waits before
-	// it is delivered again (default 1s; also how often the asynq servers
-	// move due delayed jobs to their queue while a share is set).
+	// BusyDelay is how long a job over its principal's share, or handed
+	// back for a tool this worker does not serve (handback.go), waits
+	// before it is delivered again (default 1s; also how often, at most
+	// every 5s, the worker moves due delayed jobs and retries to their
+	// queue).
 	BusyDelay time.Duration
 	// Blobs says where result blocks too large for the task record go
 	// (default: nowhere, they stay inline; worker/blobs.go).
@@ -382,12 +384,10 @@ func (w *Worker) serveConfig(hub *taskstate.Hub, named map[string]int) queue.Ser
 			groups = append(groups, queue.Group{Queues: []string{q}, Concurrency: n})
 		}
 	}
-	var delayedCheck time.Duration // asynq's default, 5s
-	if len(w.cfg.MaxRunningPerPrincipal) > 0 {
-		delayedCheck = w.cfg.BusyDelay // jobs over a share come back after BusyDelay, not up to 5s later
-	}
 	return queue.ServeConfig{Redis: w.cfg.Redis, Keys: w.enq.Keys(), Hub: hub, Groups: groups,
-		TaskCheckInterval: w.cfg.TaskCheckInterval, DelayedCheck: delayedCheck,
+		TaskCheckInterval: w.cfg.TaskCheckInterval,
+		// Jobs over a share or handed back come back after BusyDelay, not up to 5 s later.
+		DelayedCheck:    min(w.cfg.BusyDelay, 5*time.Second),
 		ShutdownTimeout: w.cfg.ShutdownTimeout, Logger: w.log,
 		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc}
 }
@@ -450,6 +450,9 @@ func (w *Worker) process(ctx context.Context, j queue.Job) error {
 
 // runJob is process inside the run's span.
 func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error {
+	if j.Tool != "" && w.entry(j.Tool) == nil {
+		return w.handBack(ctx, j) // for a worker that serves it (handback.go)
+	}
 	ref := j.Ref
 	share := w.share(j.Queue)
 	claim, err := w.store.Claim(ctx, ref, j.Seq, share)
@@ -500,7 +503,7 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
 	e := w.entry(rec.Tool)
-	if e == nil {
+	if e == nil { // a job that does not name its tool (enqueued by an mcpq before 0.2), for a tool not served here
 		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", rec.Tool))
 	} else {
 		// Arguments kept in the object store are read under the heartbeat,
