@@ -17,13 +17,17 @@ type Options struct {
 	// Prefix is mcpq's key prefix (default taskstate.DefaultPrefix).
 	Prefix string
 	// MaxTTL is the longest a task of the deployment may live; a job's
-	// asynq timeout is a minute more (Timeout). Default 24h.
+	// asynq timeout is a minute more (Timeout). Default DefaultMaxTTL.
 	MaxTTL time.Duration
 	// Capture lets Capture record a create's first enqueue (a front end).
 	// It adds a hook to the Redis client that refuses, under a capture,
 	// every command asynq's enqueue does not send (capture.go).
 	Capture bool
 }
+
+// DefaultMaxTTL is Options.MaxTTL's default, the same as the front end's
+// and the worker's (cmd/mcpq's defaults_test.go ties the three).
+const DefaultMaxTTL = 24 * time.Hour
 
 // Client puts jobs on mcpq's queues and looks at them: the one place the
 // front end, the worker and the test harnesses enqueue, requeue, drop and
@@ -44,7 +48,7 @@ func NewClient(rdb redis.UniversalClient, opts Options) *Client {
 	if opts.Capture {
 		through = newCaptureClient(rdb, through, keys)
 	}
-	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, 24*time.Hour), capture: opts.Capture,
+	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture,
 		asynq: asynq.NewClientFromRedisClient(through), insp: asynq.NewInspectorFromRedisClient(rdb)}
 }
 

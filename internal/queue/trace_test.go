@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -59,4 +61,59 @@ type capture struct{ payload []byte }
 func (c *capture) EnqueueContext(_ context.Context, task *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
 	c.payload = task.Payload()
 	return &asynq.TaskInfo{}, nil
+}
+
+// options is an enqueuer that keeps the options of the last enqueue and
+// answers err.
+type options struct {
+	opts map[asynq.OptionType]any
+	err  error
+}
+
+func (o *options) EnqueueContext(_ context.Context, _ *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error) {
+	o.opts = map[asynq.OptionType]any{}
+	for _, op := range opts {
+		o.opts[op.Type()] = op.Value()
+	}
+	return &asynq.TaskInfo{}, o.err
+}
+
+// TestEnqueueOptions: every enqueue names the job by task and number, puts
+// it on its queue under the prefix, lets asynq retry it, and sets asynq's
+// timeout, a backstop, beyond any TTL a handler can extend to (maxTTL);
+// a delayed one waits. A job already queued (an id conflict) is no error.
+func TestEnqueueOptions(t *testing.T) {
+	t.Parallel()
+	ref := taskstate.Ref{Owner: "p1", ID: "abc"}
+	k := Keys{Prefix: "mcpq:"}
+	var o options
+	if err := enqueue(context.Background(), &o, k, Job{Ref: ref, Tool: "echo", Seq: 2, Queue: "gpu"}, 24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	if o.opts[asynq.TaskIDOpt] != "abc#2" || o.opts[asynq.QueueOpt] != "mcpq:gpu" {
+		t.Errorf("options %v, want TaskID abc#2 and Queue mcpq:gpu", o.opts)
+	}
+	if d, _ := o.opts[asynq.TimeoutOpt].(time.Duration); d <= 24*time.Hour {
+		t.Errorf("timeout %v, want more than MaxTTL (24h)", o.opts[asynq.TimeoutOpt])
+	}
+	if n, _ := o.opts[asynq.MaxRetryOpt].(int); n < 1 {
+		t.Errorf("MaxRetry %v, want retries", o.opts[asynq.MaxRetryOpt])
+	}
+	if _, delayed := o.opts[asynq.ProcessInOpt]; delayed {
+		t.Errorf("an enqueue without a delay has ProcessIn %v", o.opts[asynq.ProcessInOpt])
+	}
+	if err := enqueue(context.Background(), &o, k, Job{Ref: ref, Queue: "gpu"}, time.Hour, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := o.opts[asynq.ProcessInOpt].(time.Duration); d != time.Second {
+		t.Errorf("a delayed enqueue has ProcessIn %v, want 1s", o.opts[asynq.ProcessInOpt])
+	}
+	o.err = fmt.Errorf("wrapped: %w", asynq.ErrTaskIDConflict)
+	if err := enqueue(context.Background(), &o, k, Job{Ref: ref, Queue: "gpu"}, time.Hour, 0); err != nil {
+		t.Errorf("an id conflict: %v, want nil", err)
+	}
+	o.err = errors.New("broker down")
+	if err := enqueue(context.Background(), &o, k, Job{Ref: ref, Queue: "gpu"}, time.Hour, 0); err == nil {
+		t.Error("a failed enqueue answered nil")
+	}
 }
