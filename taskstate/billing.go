@@ -71,7 +71,7 @@ type Account struct {
 
 // billingKeys are KEYS[4..6] of the scripts that may end a task (liveKeys).
 func (s *Store) billingKeys(owner string) []string {
-	return []string{s.keys.Account(owner), s.keys.Holds(owner), s.keys.Ledger(owner)}
+	return []string{s.keys.account(owner), s.keys.Holds(owner), s.keys.ledger(owner)}
 }
 
 // Credit adds amount (1..proto.MaxAmount) to the principal's balance and the
@@ -82,10 +82,10 @@ func (s *Store) Credit(ctx context.Context, principal string, amount int64) (Acc
 	}
 	owner := OwnerTag(principal)
 	// The ledger forwarder (settlements.go) finds owners here.
-	if err := s.rdb.SAdd(ctx, s.keys.Owners(), owner).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, s.keys.owners(), owner).Err(); err != nil {
 		return Account{}, err
 	}
-	if _, err := creditScript.Run(ctx, s.rdb, []string{s.keys.Account(owner), s.keys.Ledger(owner)},
+	if _, err := creditScript.Run(ctx, s.rdb, []string{s.keys.account(owner), s.keys.ledger(owner)},
 		s.nowMs(), principal, amount).Slice(); err != nil {
 		return Account{}, err
 	}
@@ -94,7 +94,7 @@ func (s *Store) Credit(ctx context.Context, principal string, amount int64) (Acc
 
 // Account reads the principal's account; one never credited reads as zero.
 func (s *Store) Account(ctx context.Context, principal string) (Account, error) {
-	v, err := s.rdb.HMGet(ctx, s.keys.Account(OwnerTag(principal)), "balance", "reserved", "charged", "credited").Result()
+	v, err := s.rdb.HMGet(ctx, s.keys.account(OwnerTag(principal)), "balance", "reserved", "charged", "credited").Result()
 	if err != nil {
 		return Account{}, err
 	}
@@ -147,7 +147,7 @@ func (s *Store) Ledger(ctx context.Context, principal, cursor string, limit int)
 		start = "(" + cursor
 	}
 	limit = min(max(limit, 1), MaxLedgerPage)
-	msgs, err := s.rdb.XRangeN(ctx, s.keys.Ledger(OwnerTag(principal)), start, "+", int64(limit)+1).Result()
+	msgs, err := s.rdb.XRangeN(ctx, s.keys.ledger(OwnerTag(principal)), start, "+", int64(limit)+1).Result()
 	if err != nil {
 		return nil, "", err
 	}
@@ -168,7 +168,7 @@ func ledgerEntry(m redis.XMessage) proto.LedgerEntry {
 	e := proto.LedgerEntry{ID: m.ID, Kind: str("kind"), Task: str("task"), Tool: str("tool"), Outcome: str("outcome"),
 		Amount: n("amount"), Reserved: n("reserved"), Charged: n("charged"), Released: n("released"), Usage: n("usage")}
 	if at := n("at"); at > 0 {
-		e.At = FormatTime(time.UnixMilli(at))
+		e.At = formatTime(time.UnixMilli(at))
 	}
 	return e
 }

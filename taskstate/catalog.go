@@ -61,7 +61,7 @@ type ToolDef struct {
 	// PublishedAt is when a worker last published the definition.
 	PublishedAt time.Time `json:"publishedAt"`
 	// ServedUntil is when the latest heartbeat of the workers serving the
-	// entry runs out (Keys.Serving; zero: no live worker). Tools fills it
+	// entry runs out (Keys.serving; zero: no live worker). Tools fills it
 	// in; it is not part of the published definition.
 	ServedUntil time.Time `json:"-"`
 }
@@ -125,7 +125,7 @@ func (s *Store) Entry(ctx context.Context, key string) (*ToolDef, error) {
 	if json.Unmarshal([]byte(v), &d) != nil {
 		return nil, nil
 	}
-	score, err := s.rdb.ZScore(ctx, s.keys.Serving(), key).Result()
+	score, err := s.rdb.ZScore(ctx, s.keys.serving(), key).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}

@@ -40,8 +40,7 @@ type CreateParams struct {
 	MaxLive int
 	// MaxArgBytes caps the argument bytes the owner's live tasks hold
 	// together, these arguments included (0: no cap); Create answers
-	// ErrArgsLimit past it. The count is in Keys.ArgBytes, kept by
-	// create.lua and the scripts' shared ended() helper.
+	// ErrArgsLimit past it (the count is in Keys.ArgBytes).
 	MaxArgBytes int64
 	// Reserve, when not nil, is the ceiling to reserve from the owner's
 	// account with the record (billing.go). Create answers a *FundsError
@@ -95,7 +94,7 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	// The reaper and the recovery loop find owners here; idempotent, so
 	// written before the task, once per owner and process.
 	if _, seen := s.owners.Load(ref.Owner); !seen {
-		if err := s.rdb.SAdd(ctx, s.keys.Owners(), ref.Owner).Err(); err != nil {
+		if err := s.rdb.SAdd(ctx, s.keys.owners(), ref.Owner).Err(); err != nil {
 			return nil, err
 		}
 		s.owners.Store(ref.Owner, struct{}{})
@@ -104,7 +103,7 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	keys := []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.Tasks(ref.Owner),
+	keys := []string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.tasks(ref.Owner),
 		s.keys.ArgBytes(ref.Owner)}
 	reserve, idemTTL := "", ""
 	if p.Reserve != nil {
@@ -125,7 +124,7 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 			return nil, fmt.Errorf("taskstate: idempotency TTL must be at least 1ms, got %s", d)
 		}
 		sum := sha256.Sum256([]byte(p.IdempotencyKey))
-		keys = append(keys, s.keys.Idempotency(ref.Owner, hex.EncodeToString(sum[:])))
+		keys = append(keys, s.keys.idempotency(ref.Owner, hex.EncodeToString(sum[:])))
 		idemTTL = strconv.FormatInt(d.Milliseconds(), 10)
 	}
 	argv := []any{ms, p.Principal, p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt,

@@ -9,16 +9,13 @@ import (
 )
 
 // HandBack gives back the task's job number seq, delivered to a worker that
-// does not serve the task's tool, so that a worker that does runs it: the
-// task stays working and unclaimed, and next is the number of the job to
-// enqueue in its place (a new number, as a takeover issues, so a late
-// delivery of the job handed back claims nothing). With unserved not nil
-// (no live worker serves the tool) the task ends failed with that error
-// instead, its reservation released, and next is 0. It returns
-// ErrCancelled when a cancel was requested before (the task is now
+// does not serve the task's tool: the task stays working and unclaimed,
+// and next is the new number of the job to enqueue in its place. With
+// unserved not nil (no live worker serves the tool) the task ends failed
+// with that error instead, its reservation released, and next is 0. It
+// returns ErrCancelled when a cancel was requested before (the task is now
 // cancelled), and ErrTerminal, ErrStale, ErrExpired, ErrNotFound or
-// ErrIllegal (parked for input, or held by a delivery of the same job)
-// when the job is a no-op; nothing is written then.
+// ErrIllegal (parked, or held by a delivery) when the job is a no-op.
 func (s *Store) HandBack(ctx context.Context, ref Ref, seq int64, unserved *proto.Error) (next int64, err error) {
 	failure, message := "", ""
 	if unserved != nil {

@@ -217,8 +217,8 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	return r, true
 }
 
-// FormatTime renders a record time as the ISO 8601 text of the wire.
-func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+// formatTime renders a record time as the ISO 8601 text of the wire.
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // Task is the record's wire Task.
 func (r *Record) Task() proto.Task {
@@ -226,8 +226,8 @@ func (r *Record) Task() proto.Task {
 		TaskID:        r.Ref.ID,
 		Status:        r.Status,
 		StatusMessage: r.StatusMessage,
-		CreatedAt:     FormatTime(r.CreatedAt),
-		LastUpdatedAt: FormatTime(r.LastUpdatedAt),
+		CreatedAt:     formatTime(r.CreatedAt),
+		LastUpdatedAt: formatTime(r.LastUpdatedAt),
 		TTLMs:         r.TTLMs,
 	}
 	if p := r.pollInterval(); p > 0 {

@@ -9,26 +9,25 @@ import (
 	"github.com/mcpq/mcpq/proto"
 )
 
-// ForwardLedgers offers every owner's unforwarded ledger entries to
-// forward (a worker's ledger hook: docs/billing.md, "Settlement hook"),
-// at most batch (1..MaxLedgerPage) per owner per call, in ledger order,
-// with the owner's principal ("" for an account written before accounts
-// kept the name) and OwnerTag, and returns how many forward acknowledged.
-// It never runs inside a script: the ledger is the hook's outbox. The
-// owner's forwarded cursor (Keys.LedgerForwarded) moves only when forward
-// returned nil, so a failing or slow hook loses nothing and holds up no
-// task; delivery is at least once (after an error, or with two forwarders
-// at once). A hook error stops nothing but that owner's batch; the first
-// error is returned after every owner was offered its entries.
+// ForwardLedgers offers every owner's ledger entries that forward has not
+// acknowledged yet to forward (worker.LedgerHook's Forward has the
+// contract), at most batch (1..MaxLedgerPage) per owner, and returns how
+// many it acknowledged; the first error comes back once every owner was
+// offered its entries.
 func (s *Store) ForwardLedgers(ctx context.Context, batch int,
 	forward func(ctx context.Context, principal, owner string, entries []proto.LedgerEntry) error) (int, error) {
+	// The ledger is the hook's outbox, read outside any script. The
+	// owner's forwarded cursor (keys.ledgerForwarded) moves only when
+	// forward returned nil, so a failing or slow hook loses nothing and
+	// holds up no task; delivery is at least once (after an error, or with
+	// two forwarders at once). A hook error stops only that owner's batch.
 	batch = min(max(batch, 1), MaxLedgerPage)
 	forwarded := 0
 	var firstErr error
-	iter := s.rdb.SScan(ctx, s.keys.Owners(), 0, "", 100).Iterator()
+	iter := s.rdb.SScan(ctx, s.keys.owners(), 0, "", 100).Iterator()
 	for iter.Next(ctx) {
 		owner := iter.Val()
-		cursorKey := s.keys.LedgerForwarded(owner)
+		cursorKey := s.keys.ledgerForwarded(owner)
 		cursor, err := s.rdb.Get(ctx, cursorKey).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return forwarded, err
@@ -37,7 +36,7 @@ func (s *Store) ForwardLedgers(ctx context.Context, batch int,
 		if cursor != "" {
 			start = "(" + cursor
 		}
-		msgs, err := s.rdb.XRangeN(ctx, s.keys.Ledger(owner), start, "+", int64(batch)).Result()
+		msgs, err := s.rdb.XRangeN(ctx, s.keys.ledger(owner), start, "+", int64(batch)).Result()
 		if err != nil {
 			return forwarded, err
 		}
@@ -48,7 +47,7 @@ func (s *Store) ForwardLedgers(ctx context.Context, batch int,
 		for i, m := range msgs {
 			entries[i] = ledgerEntry(m)
 		}
-		principal, _ := s.rdb.HGet(ctx, s.keys.Account(owner), "principal").Result()
+		principal, _ := s.rdb.HGet(ctx, s.keys.account(owner), "principal").Result()
 		if err := forward(ctx, principal, owner, entries); err != nil {
 			if firstErr == nil {
 				firstErr = err

@@ -40,8 +40,8 @@ func Transitions() map[proto.TaskStatus][]proto.TaskStatus {
 // tests (a fresh slice each call).
 func AllStatuses() []proto.TaskStatus { return slices.Clone(allStatuses) }
 
-// Allowed reports whether the table permits from → to.
-func Allowed(from, to proto.TaskStatus) bool { return slices.Contains(transitions[from], to) }
+// allowed reports whether the table permits from → to.
+func allowed(from, to proto.TaskStatus) bool { return slices.Contains(transitions[from], to) }
 
 // luaTransitions renders the table as the Lua prelude every script starts with.
 func luaTransitions() string {
