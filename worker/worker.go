@@ -450,8 +450,11 @@ func (w *Worker) process(ctx context.Context, j queue.Job) error {
 
 // runJob is process inside the run's span.
 func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error {
-	if j.Tool != "" && w.entry(j.Tool) == nil {
-		return w.handBack(ctx, j) // for a worker that serves it (handback.go)
+	var e *entry
+	if j.Tool != "" {
+		if e = w.entry(j.Tool); e == nil {
+			return w.handBack(ctx, j) // for a worker that serves it (handback.go)
+		}
 	}
 	ref := j.Ref
 	share := w.share(j.Queue)
@@ -502,7 +505,9 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
-	e := w.entry(rec.Tool)
+	if e == nil || rec.Tool != j.Tool {
+		e = w.entry(rec.Tool)
+	}
 	if e == nil { // a job that does not name its tool (enqueued by an mcpq before 0.2), for a tool not served here
 		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", rec.Tool))
 	} else {

@@ -50,7 +50,7 @@ func TestPayload(t *testing.T) {
 			t.Errorf("decode(%s) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, junk := range []string{"", "not json", "[1,2]", `{"o":1}`, `{"o":"p1","id":"x"}x`} {
+	for _, junk := range []string{"", "not json", "[1,2]", `{"o":1}`, `{"o":"p1","id":"x"}x`, `{"o":"}`} {
 		t.Run("junk "+junk, func(t *testing.T) {
 			if _, _, err := Decode([]byte(junk)); err == nil {
 				t.Fatalf("Decode(%q) accepted junk", junk)
@@ -72,5 +72,19 @@ func TestSeq(t *testing.T) {
 		if _, ok := Seq(ref, id); ok {
 			t.Errorf("Seq(%q) accepted", id)
 		}
+	}
+}
+
+// TestDecodeAllocs: a delivery's payload decodes in one allocation, tool
+// and trace context included (the worker loop decodes every job).
+func TestDecodeAllocs(t *testing.T) {
+	ref := taskstate.Ref{Owner: taskstate.OwnerTag("alice@example.com"), ID: taskstate.NewID()}
+	b := payload(ref, "render_gif", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	if n := testing.AllocsPerRun(100, func() {
+		if m, err := decode(b); err != nil || m.Ref != ref || m.Tool != "render_gif" || m.TP == "" {
+			t.Fatalf("decode = %+v, %v", m, err)
+		}
+	}); n > 1 {
+		t.Errorf("decode allocates %v times, want at most 1", n)
 	}
 }
