@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,10 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/mcpq/mcpq/frontend"
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -117,10 +114,8 @@ func outcomeFor(tool string, args json.RawMessage) taskstate.Outcome {
 
 // enqueued is one enqueue the fake Enqueuer saw.
 type enqueued struct {
-	Type     string
-	Ref      taskstate.Ref
-	Opts     map[asynq.OptionType]any
-	Seq      int64 // the job's sequence number, from its asynq task id
+	frontend.Job
+	Ref      taskstate.Ref // Job.Task
 	Attempt  int64
 	ClaimErr error
 }
@@ -132,7 +127,7 @@ type fakeEnqueuer struct {
 	jobs  chan enqueued
 	wg    sync.WaitGroup
 	mu    sync.Mutex
-	err   error // returned by EnqueueContext when set
+	err   error // returned by Enqueue when set
 	hold  bool  // claim nothing and finish nothing
 }
 
@@ -145,28 +140,15 @@ func (f *fakeEnqueuer) setErr(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock
 // setHold makes the fake worker leave every job alone (not even claimed).
 func (f *fakeEnqueuer) setHold(hold bool) { f.mu.Lock(); f.hold = hold; f.mu.Unlock() }
 
-func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error) {
-	j := enqueued{Type: task.Type(), Opts: map[asynq.OptionType]any{}}
-	for _, o := range opts {
-		j.Opts[o.Type()] = o.Value()
-	}
-	ref, err := job.Decode(task.Payload())
-	if err != nil {
-		return nil, fmt.Errorf("fake enqueuer: payload: %w", err)
-	}
-	j.Ref = ref
-	id, _ := j.Opts[asynq.TaskIDOpt].(string)
-	seq, ok := job.Seq(ref, id)
-	if !ok {
-		return nil, fmt.Errorf("fake enqueuer: job id %q is not one of task %s", id, ref.ID)
-	}
-	j.Seq = seq
+func (f *fakeEnqueuer) Enqueue(ctx context.Context, job frontend.Job) error {
+	j := enqueued{Job: job, Ref: job.Task}
+	ref, seq := job.Task, job.Seq
 	f.mu.Lock()
 	ferr, hold := f.err, f.hold
 	f.mu.Unlock()
 	if ferr != nil {
 		f.record(j)
-		return nil, ferr
+		return ferr
 	}
 	if !hold {
 		claim, cerr := f.store.Claim(ctx, ref, seq, taskstate.Share{})
@@ -183,7 +165,7 @@ func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opt
 		}
 	}
 	f.record(j)
-	return &asynq.TaskInfo{ID: ref.ID}, nil
+	return nil
 }
 
 func (f *fakeEnqueuer) record(j enqueued) {
@@ -225,6 +207,7 @@ type env struct {
 	srv    *frontend.Server
 	h      http.Handler
 	store  *taskstate.Store // the worker's view, on the same clock
+	access *access.Store    // managed API keys
 	enq    *fakeEnqueuer
 	clock  *fakeClock
 	prefix string
@@ -236,6 +219,7 @@ func newEnv(t testing.TB, b *redistest.Backend, mod func(*frontend.Config)) *env
 	t.Helper()
 	e := &env{t: t, b: b, clock: newFakeClock(), prefix: b.Prefix}
 	e.store = taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix, Clock: e.clock.Now})
+	e.access = access.New(b.Client, b.Prefix, e.clock.Now)
 	e.enq = newFakeEnqueuer(e.store)
 	e.publish(fixtureTools("mcpq")...)
 	e.cfg = frontend.Config{

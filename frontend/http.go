@@ -182,7 +182,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 		return "", withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized)
 	}
 	if s.cfg.RateLimit > 0 {
-		ok, wait, err := s.store.Allow(r.Context(), principal, s.cfg.RateLimit, s.cfg.RateBurst)
+		ok, wait, err := s.buckets.Allow(r.Context(), principal, s.cfg.RateLimit, s.cfg.RateBurst)
 		if err != nil {
 			return "", err
 		}

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hibiken/asynq"
-
-	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -221,20 +218,20 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 }
 
 // create writes a new task's record and enqueues its job. With the default
-// enqueuer both go to Redis in one round trip (taskstate.JobCapture): the
-// enqueue is captured first and sent in the same pipeline, after the record.
+// enqueuer both go to Redis in one round trip: the enqueue is captured
+// first (internal/queue) and sent in the same pipeline, after the record.
 func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *taskstate.ToolDef) (*taskstate.Record, error) {
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}
-	if s.captureJobs {
-		cctx, job := taskstate.CaptureJob(ctx)
-		if err := s.submit(cctx, ref, def, 0); err != nil {
+	if s.jobs != nil {
+		job, err := s.jobs.Capture(ctx, queueJob(jobOf(ref, def, 0)))
+		if err != nil {
 			return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
 		}
-		p.Job = job
+		p.Job = job // nil when nothing was captured: enqueued after the record
 	}
 	rec, err := s.store.Create(ctx, p)
 	var jobErr *taskstate.JobError
-	if p.Job.Captured() && (rec == nil || rec.Ref != ref) && !errors.As(err, &jobErr) {
+	if p.Job != nil && (rec == nil || rec.Ref != ref) && !errors.As(err, &jobErr) {
 		// Refused (no funds, a cap) or replayed (an idempotency key's first
 		// task answers): the job sent with the record names no record, so it
 		// goes, and no job is left without its record and reservation. A
@@ -246,13 +243,13 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 		s.unscheduled(ctx, rec)
 		return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
 	case errors.Is(err, taskstate.ErrNotReplicated): // written: run it, but do not acknowledge it
-		if !p.Job.Captured() {
+		if p.Job == nil {
 			_ = s.enqueue(ctx, rec, def, 0)
 		}
 		return nil, err
 	case err != nil:
 		return nil, err
-	case p.Job.Captured(), rec.Ref != ref: // enqueued with the record, or replayed: enqueued by its first call
+	case p.Job != nil, rec.Ref != ref: // enqueued with the record, or replayed: enqueued by its first call
 		return rec, nil
 	}
 	return rec, s.enqueue(ctx, rec, def, 0)
@@ -262,8 +259,8 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 // written. A job already taken by a worker is not there to delete, and is
 // a no-op there.
 func (s *Server) dropJob(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef) {
-	err := s.inspector.DeleteTask(s.store.Keys().Queue(def.Queue), job.ID(ref, 0))
-	if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && ctx.Err() == nil {
+	err := s.jobs.Drop(queueJob(jobOf(ref, def, 0)))
+	if err != nil && ctx.Err() == nil {
 		s.log.Debug("job of a refused create not deleted", "task", ref.ID, "err", err)
 	}
 }
@@ -282,9 +279,14 @@ func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskst
 }
 
 // submit hands the job of ref's run number resume to the enqueuer, on its
-// entry's queue (job.Enqueue: a repeated enqueue is a harmless conflict).
+// entry's queue (a repeated enqueue is a harmless conflict).
 func (s *Server) submit(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef, resume int64) error {
-	return job.Enqueue(ctx, s.cfg.Enqueuer, ref, resume, s.store.Keys().Queue(def.Queue), s.cfg.MaxTTL)
+	return s.cfg.Enqueuer.Enqueue(ctx, jobOf(ref, def, resume))
+}
+
+// jobOf is the job of ref's run number seq, for its catalog entry def.
+func jobOf(ref taskstate.Ref, def *taskstate.ToolDef, seq int64) Job {
+	return Job{Task: ref, Tool: def.Key(), Seq: seq, Queue: def.Queue}
 }
 
 // unscheduled ends a new record nothing will run, rather than leave it working.

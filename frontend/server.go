@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/billmetrics"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -25,6 +25,7 @@ type Server struct {
 	drainOnce  sync.Once
 	cfg        Config
 	store      *taskstate.Store
+	buckets    *access.Store // Config.RateLimit's request buckets
 	hub        *taskstate.Hub
 	catalog    *catalog
 	listens    listenCounts // open listen streams per principal
@@ -37,12 +38,9 @@ type Server struct {
 	// versions are the protocol versions served (Config.Eras).
 	versions []string
 	methods  map[string]method
-	// captureJobs: the enqueuer is the default asynq client on a
-	// taskstate.JobCapture, so a create sends record and job together.
-	captureJobs bool
-	// inspector deletes a captured job whose record was refused (run.go's
-	// create); set with captureJobs.
-	inspector *asynq.Inspector
+	// jobs is the default enqueuer (Config.Enqueuer nil): mcpq's queue,
+	// whose create sends record and job together (run.go's create).
+	jobs *queue.Client
 }
 
 // method serves one JSON-RPC method.
@@ -89,14 +87,15 @@ func (c *call) tasksDeclared() bool {
 
 // New returns a Server. Close releases its pub/sub connection.
 func New(cfg Config) (*Server, error) {
-	captureJobs := cfg.Enqueuer == nil && cfg.Redis != nil
-	if captureJobs {
-		keys := taskstate.Keys{Prefix: cmp.Or(cfg.Prefix, taskstate.DefaultPrefix)}
-		// Enqueues outside a create (a resume after input) wake idle workers too.
-		cfg.Enqueuer = asynq.NewClientFromRedisClient(taskstate.NewJobCapture(taskstate.NewWakingClient(cfg.Redis, keys)))
-	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
+	}
+	var jobs *queue.Client
+	if cfg.Enqueuer == nil {
+		// Its enqueues outside a create (a resume after input) wake idle
+		// workers too.
+		jobs = queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL, Capture: true})
+		cfg.Enqueuer = queueEnqueuer{jobs}
 	}
 	billing := billmetrics.New(cfg.Metrics)
 	store := taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
@@ -111,20 +110,18 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{
-		stateKey:    key,
-		draining:    make(chan struct{}),
-		cfg:         cfg,
-		store:       store,
-		hub:         taskstate.NewHub(cfg.Redis),
-		catalog:     newCatalog(store, cfg.CatalogTTL, cfg.Logger),
-		log:         cfg.Logger,
-		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
-		captureJobs: captureJobs,
-		versions:    cfg.Eras,
-		hosts:       allowHosts(cfg.AllowedOrigins),
-	}
-	if captureJobs {
-		s.inspector = asynq.NewInspectorFromRedisClient(cfg.Redis)
+		stateKey:   key,
+		draining:   make(chan struct{}),
+		cfg:        cfg,
+		store:      store,
+		buckets:    access.New(cfg.Redis, cfg.Prefix, cfg.Clock),
+		hub:        taskstate.NewHub(cfg.Redis),
+		catalog:    newCatalog(store, cfg.CatalogTTL, cfg.Logger),
+		log:        cfg.Logger,
+		resultMeta: proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
+		jobs:       jobs,
+		versions:   cfg.Eras,
+		hosts:      allowHosts(cfg.AllowedOrigins),
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,

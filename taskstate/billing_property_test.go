@@ -231,7 +231,7 @@ func TestBillingProperty(t *testing.T) {
 	}
 
 	e := &env{b: b, s: st}
-	settled := map[string]taskstate.LedgerEntry{}
+	settled := map[string]proto.LedgerEntry{}
 	for _, p := range principals {
 		for id, s := range e.books(t, p, 0) {
 			settled[id] = s

@@ -3,8 +3,11 @@ package taskstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/proto"
 )
@@ -49,16 +52,16 @@ type ToolDef struct {
 	PollIntervalMs int64 `json:"pollIntervalMs,omitempty"`
 	// Queue is the asynq queue the tool's workers serve.
 	Queue string `json:"queue"`
-	// Price is what a call reserves where billing is on (billing.go); nil:
+	// Price is what a call reserves where billing is on (proto.Price; billing.go); nil:
 	// the tool is free.
-	Price *Price `json:"price,omitempty"`
+	Price *proto.Price `json:"price,omitempty"`
 	// Order is the entry's registration rank in its worker; listings are
 	// sorted by Order, then Key.
 	Order int `json:"order,omitempty"`
 	// PublishedAt is when a worker last published the definition.
 	PublishedAt time.Time `json:"publishedAt"`
 	// ServedUntil is when the latest heartbeat of the workers serving the
-	// entry runs out (Keys.Serving; zero: no live worker). Tools fills it
+	// entry runs out (Keys.serving; zero: no live worker). Tools fills it
 	// in; it is not part of the published definition.
 	ServedUntil time.Time `json:"-"`
 }
@@ -106,6 +109,30 @@ func (s *Store) PublishTools(ctx context.Context, defs []ToolDef) error {
 		args = append(args, d.Key(), b)
 	}
 	return s.rdb.HSet(ctx, s.keys.Catalog(), args...).Err()
+}
+
+// Entry reads the catalog entry key (ToolDef.Key), with its ServedUntil;
+// nil when none was published or it does not decode.
+func (s *Store) Entry(ctx context.Context, key string) (*ToolDef, error) {
+	v, err := s.rdb.HGet(ctx, s.keys.Catalog(), key).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d ToolDef
+	if json.Unmarshal([]byte(v), &d) != nil {
+		return nil, nil
+	}
+	score, err := s.rdb.ZScore(ctx, s.keys.serving(), key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	if err == nil {
+		d.ServedUntil = time.UnixMilli(int64(score))
+	}
+	return &d, nil
 }
 
 // Tools reads the whole catalog (every kind), sorted by Order then Key,

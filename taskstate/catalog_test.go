@@ -126,9 +126,6 @@ func TestStoreDefaults(t *testing.T) {
 		if s.Keys().Prefix != taskstate.DefaultPrefix {
 			t.Fatalf("default prefix %q", s.Keys().Prefix)
 		}
-		if s.Redis() != b.Client {
-			t.Fatal("Redis() is not the client")
-		}
 		if d := time.Since(s.Now()); d < 0 || d > time.Minute {
 			t.Fatalf("default clock is %v off", d)
 		}

@@ -93,17 +93,17 @@ func DecodeEvent(payload string) Event {
 
 // validStatus reports whether st is one of the task statuses (not StatusNew).
 func validStatus(st proto.TaskStatus) bool {
-	return st != StatusNew && slices.Contains(AllStatuses, st)
+	return st != StatusNew && slices.Contains(allStatuses, st)
 }
 
-// Notify publishes a notification (JSON) to whoever waits on the task.
-// Notifications are ephemeral: nobody listening means nobody gets them.
-// It publishes from the node that holds the task's record (a script keyed
-// on it): a Redis Cluster keeps the order of messages per publishing node
-// only, and the scripts announce the task's states from that node, so a
-// notification sent before the task ended arrives before its end (a plain
-// PUBLISH goes to any node).
+// Notify publishes a notification (JSON) to whoever waits on the task;
+// nobody listening means nobody gets it. One sent before the task ended
+// arrives before its end, on a Redis Cluster too.
 func (s *Store) Notify(ctx context.Context, ref Ref, notification []byte) error {
+	// It publishes from the node that holds the task's record (a script
+	// keyed on it): a Redis Cluster keeps the order of messages per
+	// publishing node only, and the scripts announce the task's states from
+	// that node (a plain PUBLISH goes to any node).
 	return notifyScript.Run(ctx, s.rdb, []string{s.keys.Task(ref)}, s.keys.Events(ref),
 		EventNotifyPrefix+string(notification)).Err()
 }

@@ -32,7 +32,7 @@ func (s *Store) ServeEntries(ctx context.Context, keys []string, until time.Time
 		args = append(args, k)
 	}
 	var ch ServingChange
-	v, err := servingScript.Run(ctx, s.rdb, []string{s.keys.Serving()}, args...).Slice()
+	v, err := servingScript.Run(ctx, s.rdb, []string{s.keys.serving()}, args...).Slice()
 	if err != nil {
 		return ch, err
 	}
@@ -63,7 +63,7 @@ func (s *Store) SweepServing(ctx context.Context) (ServingChange, error) {
 
 // servedUntil reads the serving set: each key's time (unix ms).
 func (s *Store) servedUntil(ctx context.Context) (map[string]time.Time, error) {
-	zs, err := s.rdb.ZRangeWithScores(ctx, s.keys.Serving(), 0, -1).Result()
+	zs, err := s.rdb.ZRangeWithScores(ctx, s.keys.serving(), 0, -1).Result()
 	if err != nil {
 		return nil, err
 	}

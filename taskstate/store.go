@@ -32,7 +32,7 @@ type Options struct {
 	// the same connection; see wait.go) and return a *ReplicaError when
 	// fewer do within WaitTimeout. Default 0: no wait.
 	WaitReplicas int
-	// WaitTimeout bounds that wait (default DefaultWaitTimeout, 1s).
+	// WaitTimeout bounds that wait (default 1s).
 	WaitTimeout time.Duration
 	// Settled, when set, is called with each reservation a terminal
 	// transition run through this store settled (finish, cancel, claim,
@@ -42,12 +42,10 @@ type Options struct {
 	Settled func(Settlement)
 }
 
-// Defaults of Options.LostAfter and Options.CancelGrace, and of the cap
-// on task lifetimes front ends and workers share.
+// Defaults of Options.LostAfter and Options.CancelGrace.
 const (
 	DefaultLostAfter   = 10 * time.Second
 	DefaultCancelGrace = 2 * time.Second
-	DefaultMaxTTL      = 24 * time.Hour
 )
 
 // Store reads and changes task records. It is safe for concurrent use.
@@ -64,7 +62,7 @@ type Store struct {
 	waitTimeout  time.Duration
 	// settled is Options.Settled.
 	settled func(Settlement)
-	// owners remembers owners already in Keys.Owners, to add each once.
+	// owners remembers owners already in Keys.owners, to add each once.
 	owners sync.Map
 }
 
@@ -86,7 +84,7 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	if opts.WaitTimeout <= 0 {
-		opts.WaitTimeout = DefaultWaitTimeout
+		opts.WaitTimeout = defaultWaitTimeout
 	}
 	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
@@ -96,9 +94,6 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 
 // Keys returns the key builder the store uses.
 func (s *Store) Keys() Keys { return s.keys }
-
-// Redis returns the underlying client.
-func (s *Store) Redis() redis.UniversalClient { return s.rdb }
 
 // Now returns the store clock's current time.
 func (s *Store) Now() time.Time { return s.now() }
@@ -116,12 +111,8 @@ func (s *Store) runCode(ctx context.Context, sc *redis.Script, ref Ref, args ...
 // owner's live set and held index, and the owner's account, holds and
 // ledger (the prelude's settle_task).
 func (s *Store) liveKeys(ref Ref) []string {
-	return append([]string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Held(ref.Owner)}, s.billingKeys(ref.Owner)...)
+	return append([]string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.held(ref.Owner)}, s.billingKeys(ref.Owner)...)
 }
-
-// LostAfter is how long a held task may go without a heartbeat before its
-// delivery counts as lost (Options.LostAfter).
-func (s *Store) LostAfter() time.Duration { return s.lost }
 
 // runKeys is runCode for scripts with more keys (all in the owner's slot).
 func (s *Store) runKeys(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -27,7 +27,7 @@ func TestQueues(t *testing.T) {
 			t.Cleanup(func() {
 				insp := asynq.NewInspectorFromRedisClient(b.Client)
 				for _, q := range []string{"gpu", "cpu"} {
-					_ = insp.DeleteQueue(h.store.Keys().Queue(q), true)
+					_ = insp.DeleteQueue(h.jobs.Keys().Queue(q), true)
 				}
 			})
 		}
@@ -101,8 +101,7 @@ func TestQueues(t *testing.T) {
 		for range 3 {
 			for tool, want := range map[string]string{"render": "gpu worker", "echo": "cpu worker"} {
 				tk := h.create(t, tool, `{}`)
-				if _, err := h.client.Enqueue(asynq.NewTask(job.Type, job.Payload(tk.ref)), asynq.TaskID(tk.ref.ID),
-					asynq.Queue(h.store.Keys().Queue(c[tool].Queue))); err != nil {
+				if err := h.jobs.Enqueue(context.Background(), queue.Job{Ref: tk.ref, Tool: tool, Queue: c[tool].Queue}); err != nil {
 					t.Fatal(err)
 				}
 				rec := h.terminal(t, tk)

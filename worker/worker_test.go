@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -190,14 +191,26 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// TestUnknownTool: a job for a tool this worker does not serve fails -32602.
+// TestUnknownTool: a job for a tool no live worker serves fails -32602
+// (handback.go), as does one that does not name its tool (enqueued by an
+// older front end) for a tool this worker does not serve.
 func TestUnknownTool(t *testing.T) {
 	h := mini(t)
 	h.start(t, h.config())
 	rec := h.terminal(t, h.submit(t, "no_such_tool", `{}`))
 	if rec.Status != proto.StatusFailed || rec.Error == nil || rec.Error.Code != proto.CodeInvalidParams ||
+		rec.Error.Message != "Unknown tool: no_such_tool (no live worker serves it)" || rec.Attempt != 0 {
+		t.Fatalf("got %s %+v (attempt %d), want failed -32602 Unknown tool, never claimed", rec.Status, rec.Error, rec.Attempt)
+	}
+	tk := h.create(t, "no_such_tool", `{}`)
+	bare := asynq.NewTask(queue.Type, []byte(`{"o":"`+tk.ref.Owner+`","id":"`+tk.ref.ID+`"}`))
+	if _, err := h.client.Enqueue(bare, asynq.TaskID(tk.ref.ID), asynq.Queue(h.jobs.Keys().Queue(h.queue))); err != nil {
+		t.Fatal(err)
+	}
+	rec = h.terminal(t, tk)
+	if rec.Status != proto.StatusFailed || rec.Error == nil || rec.Error.Code != proto.CodeInvalidParams ||
 		rec.Error.Message != "Unknown tool: no_such_tool" {
-		t.Fatalf("got %s %+v, want failed -32602 Unknown tool", rec.Status, rec.Error)
+		t.Fatalf("job without its tool: got %s %+v, want failed -32602 Unknown tool", rec.Status, rec.Error)
 	}
 }
 
@@ -491,7 +504,7 @@ func TestShutdownRequeuesRunningJob(t *testing.T) {
 	if rec.Status != proto.StatusWorking || rec.Attempt != 1 || len(rec.Result) != 0 || rec.Error != nil {
 		t.Fatalf("record after shutdown: %+v, want working attempt 1 untouched", rec)
 	}
-	info, err := asynq.NewInspectorFromRedisClient(h.b.Client).GetTaskInfo(h.store.Keys().Queue(h.queue), tk.ref.ID)
+	info, err := asynq.NewInspectorFromRedisClient(h.b.Client).GetTaskInfo(h.jobs.Keys().Queue(h.queue), tk.ref.ID)
 	if err != nil {
 		t.Fatalf("job after shutdown: %v", err)
 	}

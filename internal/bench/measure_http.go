@@ -7,7 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -165,8 +165,8 @@ func rawEnqueueOp(enq *asynq.Client) NewOp {
 	return func(int) (Op, func(), error) {
 		return func(ctx context.Context) error {
 			ref := taskstate.Ref{Owner: anonymousOwner, ID: taskstate.NewID()}
-			_, err := enq.EnqueueContext(ctx, asynq.NewTask(job.Type, job.Payload(ref)),
-				asynq.TaskID(ref.ID), asynq.Queue(floorQueue), asynq.MaxRetry(job.MaxRetry), asynq.Timeout(jobTimeout))
+			_, err := enq.EnqueueContext(ctx, asynq.NewTask(queue.Type, queue.Payload(queue.Job{Ref: ref, Tool: toolNoop})),
+				asynq.TaskID(ref.ID), asynq.Queue(floorQueue), asynq.MaxRetry(queue.MaxRetry), asynq.Timeout(jobTimeout))
 			return err
 		}, nil, nil
 	}

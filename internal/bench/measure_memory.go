@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -105,9 +106,9 @@ func (s *suite) bytesPerTask(ctx context.Context, fe *proc, tenants int, setting
 	}
 	queued := redisUsedMemory(ctx, s.rdb) - before
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(tenant(0, tenants)), ID: ids[0]}
-	queue := s.keys.Queue(worker.DefaultQueue)
+	asynqQueue := queue.Keys{Prefix: s.keys.Prefix}.Queue(worker.DefaultQueue)
 	rec, _ := s.rdb.MemoryUsage(ctx, s.keys.Task(ref), 0).Result()
-	job, _ := s.rdb.MemoryUsage(ctx, "asynq:{"+queue+"}:t:"+ref.ID, 0).Result()
+	job, _ := s.rdb.MemoryUsage(ctx, "asynq:{"+asynqQueue+"}:t:"+ref.ID, 0).Result()
 	perQueued := float64(queued)/float64(n) - argsLen
 	s.rep.add(&Row{Group: "9", Figure: "Redis bytes per queued task beyond args, " + who, Value: perQueued, Unit: "B",
 		Target: &Target{"value<=", 1024},
@@ -131,8 +132,8 @@ func (s *suite) bytesPerTask(ctx context.Context, fe *proc, tenants int, setting
 			wk.stop()
 			return err
 		}
-		p, _ := s.rdb.LLen(ctx, "asynq:{"+queue+"}:pending").Result()
-		a, _ := s.rdb.LLen(ctx, "asynq:{"+queue+"}:active").Result()
+		p, _ := s.rdb.LLen(ctx, "asynq:{"+asynqQueue+"}:pending").Result()
+		a, _ := s.rdb.LLen(ctx, "asynq:{"+asynqQueue+"}:active").Result()
 		if c.Handled >= int64(n) && p == 0 && a == 0 {
 			break
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -121,8 +121,8 @@ func (s *suite) preloadAsynq(ctx context.Context, n int) error {
 			defer wg.Done()
 			for int(next.Add(1)) <= n && ctx.Err() == nil {
 				ref := taskstate.Ref{Owner: anonymousOwner, ID: taskstate.NewID()}
-				_, err := enq.EnqueueContext(ctx, asynq.NewTask(job.Type, job.Payload(ref)),
-					asynq.TaskID(ref.ID), asynq.Queue(floorQueue), asynq.MaxRetry(job.MaxRetry), asynq.Timeout(jobTimeout))
+				_, err := enq.EnqueueContext(ctx, asynq.NewTask(queue.Type, queue.Payload(queue.Job{Ref: ref, Tool: toolNoop})),
+					asynq.TaskID(ref.ID), asynq.Queue(floorQueue), asynq.MaxRetry(queue.MaxRetry), asynq.Timeout(jobTimeout))
 				if err != nil {
 					once.Do(func() { firstErr = err })
 					return

@@ -22,7 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -48,9 +48,9 @@ const (
 // floorQueue is the asynq queue of the floors and of the raw asynq worker.
 const floorQueue = "floor"
 
-// jobTimeout is the asynq timeout job.Enqueue sets for the default MaxTTL,
-// for the floors that enqueue through asynq alone.
-const jobTimeout = taskstate.DefaultMaxTTL + time.Minute
+// jobTimeout is the asynq timeout mcpq's enqueues set for the default
+// MaxTTL (queue.Timeout), for the floors that enqueue through asynq alone.
+var jobTimeout = queue.Timeout(worker.DefaultMaxTTL)
 
 // floorAnswer is the fixed answer of the enqueue floor: a JSON-RPC response
 // the size of mcpq's CreateTaskResult.
@@ -143,7 +143,7 @@ func Serve(role string, args []string) error {
 			Queues: map[string]int{floorQueue: 1}, TaskCheckInterval: 20 * time.Millisecond,
 			LogLevel: asynq.WarnLevel, ShutdownTimeout: 2 * time.Second})
 		mux := asynq.NewServeMux()
-		mux.HandleFunc(job.Type, func(context.Context, *asynq.Task) error { count.hit(); return nil })
+		mux.HandleFunc(queue.Type, func(context.Context, *asynq.Task) error { count.hit(); return nil })
 		if err := srv.Start(mux); err != nil {
 			return err
 		}
@@ -188,8 +188,8 @@ func floorEnqueue(enq *asynq.Client) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		ref := taskstate.Ref{Owner: anonymousOwner, ID: taskstate.NewID()}
-		_, err := enq.EnqueueContext(r.Context(), asynq.NewTask(job.Type, job.Payload(ref)),
-			asynq.TaskID(ref.ID), asynq.Queue(floorQueue), asynq.MaxRetry(job.MaxRetry), asynq.Timeout(jobTimeout))
+		_, err := enq.EnqueueContext(r.Context(), asynq.NewTask(queue.Type, queue.Payload(queue.Job{Ref: ref, Tool: toolNoop})),
+			asynq.TaskID(ref.ID), asynq.Queue(floorQueue), asynq.MaxRetry(queue.MaxRetry), asynq.Timeout(jobTimeout))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

@@ -12,11 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
@@ -175,10 +174,10 @@ func (s *suite) publishCatalog(ctx context.Context) error {
 	if s.cfg.Billing {
 		for i := range defs {
 			if defs[i].Tool.Name == toolNoop {
-				defs[i].Price = &taskstate.Price{Base: 1}
+				defs[i].Price = &proto.Price{Base: 1}
 			}
 		}
-		if _, err := s.store.Credit(ctx, frontend.AnonymousPrincipal, taskstate.MaxAmount); err != nil {
+		if _, err := s.store.Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
 			return err
 		}
 	}
@@ -205,7 +204,7 @@ func createParams(id string) taskstate.CreateParams {
 // and, with enqueue, enqueues their jobs as the front end does.
 func (s *suite) createTasks(ctx context.Context, n, conc int, enqueue bool) ([]taskstate.Ref, error) {
 	refs := make([]taskstate.Ref, n)
-	enq := asynq.NewClientFromRedisClient(s.rdb)
+	enq := queue.NewClient(s.rdb, queue.Options{Prefix: s.keys.Prefix})
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var firstErr error
@@ -239,8 +238,8 @@ func (s *suite) createTasks(ctx context.Context, n, conc int, enqueue bool) ([]t
 }
 
 // enqueueJob enqueues a task's job as the front end does.
-func (s *suite) enqueueJob(ctx context.Context, enq *asynq.Client, ref taskstate.Ref) error {
-	return job.Enqueue(ctx, enq, ref, 0, s.keys.Queue(worker.DefaultQueue), taskstate.DefaultMaxTTL)
+func (s *suite) enqueueJob(ctx context.Context, enq *queue.Client, ref taskstate.Ref) error {
+	return enq.Enqueue(ctx, queue.Job{Ref: ref, Tool: toolNoop, Queue: worker.DefaultQueue})
 }
 
 func ids(refs []taskstate.Ref) []string {

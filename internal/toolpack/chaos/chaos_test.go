@@ -113,9 +113,9 @@ func TestResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sub.Close)
-	tk := &workertest.Task{Ref: ref, Sub: sub}
+	tk := &workertest.Task{Ref: ref, Sub: sub, Tool: p.Tool}
 	var tags []string
-	e.Enqueue(t, ref, "", 0)
+	e.Enqueue(t, tk, "", 0)
 	rec := e.Wait(t, tk, "completed", func(r *taskstate.Record) bool {
 		if strings.HasPrefix(r.StatusMessage, "chaos ") && (len(tags) == 0 || tags[len(tags)-1] != r.StatusMessage) {
 			tags = append(tags, r.StatusMessage)

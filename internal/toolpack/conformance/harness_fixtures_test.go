@@ -75,7 +75,7 @@ func (e *fxEnv) run(t *testing.T, key, args, caps string) *fxTask {
 // resumption after input, as the front end does.
 func (e *fxEnv) enqueue(t *testing.T, tk *fxTask, resume int64) {
 	t.Helper()
-	e.Enqueue(t, tk.ref, "", resume)
+	e.Enqueue(t, tk.Task, "", resume)
 }
 
 // await reads the record now and after every event until ok accepts it,

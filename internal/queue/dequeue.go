@@ -1,4 +1,4 @@
-package worker
+package queue
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/mcpq/mcpq/taskstate"
 )
 
 // An idle worker learns of a new job by a wake-up, not by polling
@@ -24,13 +22,13 @@ import (
 // a sweep in which every queue of the server came back empty, it holds the
 // last call for up to waiter.hold, until a wake-up for one of the queues
 // arrives (the front end publishes Keys.Wake in its create pipeline, after
-// the job), then runs that queue's dequeue and answers asynq with it, as if
+// the job: capture.go; other enqueues through waking.go), then runs that queue's dequeue and answers asynq with it, as if
 // asynq had found the job itself. After hold it answers "empty" and asynq
 // sleeps as usual: its poll is the backstop for a wake-up that was lost
 // (subscription down, Redis restarted, publish failed).
 //
 // Sizing (pollTiming): hold plus asynq's longest sleep equals the longest
-// sleep of the old poll, 1.5 × Config.TaskCheckInterval, so a lost wake-up
+// sleep of the old poll, 1.5 × ServeConfig.TaskCheckInterval, so a lost wake-up
 // delays a job no more than before; asynq's own sleep is short, since a
 // wake-up during it waits for its end; and an idle server runs fewer
 // dequeue sweeps per second than before (one per hold + mean sleep,
@@ -38,8 +36,9 @@ import (
 //
 // This leans on asynq internals (the dequeue script, its keys and answer,
 // and that one goroutine per server calls it); TestWakeDeliversWithoutPolling
-// pins them: with an hour's poll, only the wake path delivers its job. If
-// asynq changes them, calls pass through unchanged and asynq polls alone.
+// (server_test.go) pins them: with an hour's poll, only the wake path
+// delivers its job. If asynq changes them, calls pass through unchanged
+// and asynq polls alone.
 
 // asynqDequeueSHA is the SHA-1 of asynq v0.26.0's dequeue script
 // (internal/rdb dequeueCmd). KEYS: the queue's pending list, paused flag,
@@ -202,7 +201,7 @@ func (c *wakeClient) dequeue(ctx context.Context, keys []string, args []any, sen
 	wt := c.w
 	i, ok := -1, len(keys) == 4 && len(args) == 2
 	if ok {
-		q, _ := taskstate.AsynqPendingQueue(keys[0])
+		q, _ := pendingQueue(keys[0])
 		i, ok = wt.index[q]
 	}
 	if !ok {
@@ -271,40 +270,5 @@ func (c *wakeClient) hold(ctx context.Context) (res any, err error) {
 		case <-t.C:
 			return nil, nil
 		}
-	}
-}
-
-// listenWakes subscribes to the wake channel of every queue the waiters
-// serve and passes each wake-up to its queue's waiter until ctx is done. A
-// resubscription after a lost connection (EventResync) wakes too: what was
-// published meanwhile is gone.
-func (w *Worker) listenWakes(ctx context.Context, hub *taskstate.Hub, waiters []*waiter) error {
-	for _, wt := range waiters {
-		for q := range wt.index {
-			name, _ := w.store.Keys().QueueName(q)
-			sub, err := hub.Subscribe(ctx, w.store.Keys().Wake(name))
-			if err != nil {
-				return err
-			}
-			go func() {
-				defer sub.Close()
-				for {
-					select {
-					case <-sub.C:
-						wt.wake(q)
-					case <-ctx.Done():
-						return
-					}
-				}
-			}()
-		}
-	}
-	return nil
-}
-
-// release ends every hold at once (shutdown).
-func (w *Worker) release(waiters []*waiter) {
-	for _, wt := range waiters {
-		wt.release()
 	}
 }

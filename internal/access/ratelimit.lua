@@ -1,12 +1,11 @@
 -- ratelimit.lua: one request against a principal's token bucket, shared by
 -- every front end.
--- KEYS[1] the owner's bucket (hash: tokens, ts)
+-- KEYS[1] the principal's bucket (keys.go rate; hash: tokens, ts)
 -- ARGV[1] rate (tokens per second)   ARGV[2] burst (bucket size)
 -- Returns {1, 0} when allowed (a token is taken), or {0, ms} to wait
 -- before a token is there.
--- Time: Redis's own clock (TIME), unlike every other script, which takes
--- "now" as an argument from the caller's injected clock (DESIGN.md, house
--- style 4). A bucket is refilled by the time between two requests, and
+-- Time: Redis's own clock (TIME), unlike every script of taskstate, which
+-- takes "now" as an argument from the caller's injected clock. A bucket is refilled by the time between two requests, and
 -- those requests come from different front ends: on the callers' clocks a
 -- bucket gains the skew between two front ends at every alternation (a
 -- 20 ms skew was enough to lift the limit, issue 13), so the one clock all

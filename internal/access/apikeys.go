@@ -1,4 +1,4 @@
-package taskstate
+package access
 
 import (
 	"context"
@@ -26,7 +26,7 @@ type KeyInfo struct {
 }
 
 // ErrNoSuchKey: no managed key has that id.
-var ErrNoSuchKey = errors.New("taskstate: no such API key")
+var ErrNoSuchKey = errors.New("access: no such API key")
 
 // HashKey is the stored form of an API key.
 func HashKey(key string) string {
@@ -38,7 +38,7 @@ func HashKey(key string) string {
 // shown this once, only its hash is kept.
 func (s *Store) CreateKey(ctx context.Context, principal string) (string, KeyInfo, error) {
 	if principal == "" || strings.ContainsAny(principal, " \t\r\n:,") {
-		return "", KeyInfo{}, errors.New("taskstate: a principal is a non-empty name without spaces, ':' or ','")
+		return "", KeyInfo{}, errors.New("access: a principal is a non-empty name without spaces, ':' or ','")
 	}
 	var idb [6]byte
 	var secret [32]byte
@@ -49,8 +49,8 @@ func (s *Store) CreateKey(ctx context.Context, principal string) (string, KeyInf
 	b, _ := json.Marshal(info)
 	h := HashKey(key)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.keys.APIKeys(), h, b)
-		p.HSet(ctx, s.keys.APIKeyIDs(), info.ID, h)
+		p.HSet(ctx, s.keys.apiKeys(), h, b)
+		p.HSet(ctx, s.keys.apiKeyIDs(), info.ID, h)
 		return nil
 	})
 	if err != nil {
@@ -61,7 +61,7 @@ func (s *Store) CreateKey(ctx context.Context, principal string) (string, KeyInf
 
 // LookupKey returns the principal of a managed key, or ok false.
 func (s *Store) LookupKey(ctx context.Context, key string) (principal string, ok bool, err error) {
-	v, err := s.rdb.HGet(ctx, s.keys.APIKeys(), HashKey(key)).Result()
+	v, err := s.rdb.HGet(ctx, s.keys.apiKeys(), HashKey(key)).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
 	}
@@ -77,7 +77,7 @@ func (s *Store) LookupKey(ctx context.Context, key string) (principal string, ok
 
 // ListKeys lists the managed keys, oldest first.
 func (s *Store) ListKeys(ctx context.Context) ([]KeyInfo, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.APIKeys()).Result()
+	m, err := s.rdb.HGetAll(ctx, s.keys.apiKeys()).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Store) ListKeys(ctx context.Context) ([]KeyInfo, error) {
 // RevokeKey deletes a managed key by id. Every front end looks keys up in
 // Redis on each request, so the revocation holds everywhere at once.
 func (s *Store) RevokeKey(ctx context.Context, id string) error {
-	h, err := s.rdb.HGet(ctx, s.keys.APIKeyIDs(), id).Result()
+	h, err := s.rdb.HGet(ctx, s.keys.apiKeyIDs(), id).Result()
 	if errors.Is(err, redis.Nil) {
 		return ErrNoSuchKey
 	}
@@ -103,8 +103,8 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 		return err
 	}
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HDel(ctx, s.keys.APIKeys(), h)
-		p.HDel(ctx, s.keys.APIKeyIDs(), id)
+		p.HDel(ctx, s.keys.apiKeys(), h)
+		p.HDel(ctx, s.keys.apiKeyIDs(), id)
 		return nil
 	})
 	return err

@@ -1,4 +1,4 @@
-package taskstate_test
+package redisconn_test
 
 import (
 	"strings"
@@ -6,12 +6,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/internal/redisconn"
 )
 
 func TestConnectURLForms(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
-		c, err := taskstate.Connect("redis://u:pw@127.0.0.1:7000/3")
+		c, err := redisconn.Connect("redis://u:pw@127.0.0.1:7000/3")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -22,7 +22,7 @@ func TestConnectURLForms(t *testing.T) {
 		}
 	})
 	t.Run("cluster", func(t *testing.T) {
-		c, err := taskstate.Connect("redis+cluster://u:pw@127.0.0.1:7000,127.0.0.1:7001,h3:7002/?dial_timeout=3s")
+		c, err := redisconn.Connect("redis+cluster://u:pw@127.0.0.1:7000,127.0.0.1:7001,h3:7002/?dial_timeout=3s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestConnectURLForms(t *testing.T) {
 		// A failover client hides its options; a wrong master name or
 		// address would show as a refused parse in the table below, and
 		// e2e/sentinel_test.go connects through this form for real.
-		c, err := taskstate.Connect("redis+sentinel://:pw@127.0.0.1:26379,127.0.0.1:26380/mymaster/2?sentinel_password=s")
+		c, err := redisconn.Connect("redis+sentinel://:pw@127.0.0.1:26379,127.0.0.1:26380/mymaster/2?sentinel_password=s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestConnectRejectsMalformed(t *testing.T) {
 		{"redis+sentinel://:secret@127.0.0.1:26379,:1/m", `address ":1" is not host:port`},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
-			c, err := taskstate.Connect(tc.url)
+			c, err := redisconn.Connect(tc.url)
 			if err == nil {
 				c.Close()
 				t.Fatalf("accepted %q", tc.url)

@@ -1,4 +1,4 @@
-package taskstate_test
+package queue_test
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -26,44 +27,51 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error { r.pipelines.Add(1); return next(ctx, cmds) }
 }
 
-// captureEnv is a store and an asynq client on one counted connection pool,
-// the client enqueueing through a JobCapture as the front end's does.
+// captureEnv is a store and a capturing queue client on one counted
+// connection pool, as a front end has them.
 type captureEnv struct {
-	*env
+	b       *redistest.Backend
+	s       *taskstate.Store
 	rt      *roundTrips
-	enq     *asynq.Client
+	client  *queue.Client
 	inspect *asynq.Inspector
 	queue   string
 }
 
 func newCaptureEnv(t *testing.T, b *redistest.Backend) *captureEnv {
 	t.Helper()
-	rdb, err := taskstate.Connect(b.URL)
+	rdb, err := redisconn.Connect(b.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
-	e := newEnv(t, b)
-	e.s = taskstate.New(rdb, taskstate.Options{Prefix: b.Prefix, Clock: e.clock.Now})
-	return &captureEnv{env: e, rt: rt, enq: asynq.NewClientFromRedisClient(taskstate.NewJobCapture(rdb)),
-		inspect: asynq.NewInspectorFromRedisClient(b.Client), queue: e.s.Keys().Queue("default")}
+	return &captureEnv{b: b, s: taskstate.New(rdb, taskstate.Options{Prefix: b.Prefix}), rt: rt,
+		client:  queue.NewClient(rdb, queue.Options{Prefix: b.Prefix, Capture: true}),
+		inspect: asynq.NewInspectorFromRedisClient(b.Client), queue: queue.Keys{Prefix: b.Prefix}.Queue("default")}
 }
 
-// capture records the enqueue of the job of ref into a Job.
-func (e *captureEnv) capture(t *testing.T, ref taskstate.Ref) *taskstate.Job {
+// ctx is a context bounded by the test's life.
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+const principal = "alice@example.com"
+
+// capture records the enqueue of the first job of ref into a taskstate.Job.
+func (e *captureEnv) capture(t *testing.T, ref taskstate.Ref) taskstate.Job {
 	t.Helper()
-	cctx, captured := taskstate.CaptureJob(ctx(t))
-	_, err := e.enq.EnqueueContext(cctx, asynq.NewTask(job.Type, job.Payload(ref)),
-		asynq.TaskID(ref.ID), asynq.Queue(e.queue))
+	j, err := e.client.Capture(ctx(t), queue.Job{Ref: ref, Tool: "echo", Queue: "default"})
 	if err != nil {
 		t.Fatalf("captured enqueue: %v", err)
 	}
-	if !captured.Captured() {
+	if j == nil {
 		t.Fatal("asynq's enqueue was not captured: it went to Redis before the record")
 	}
-	return captured
+	return j
 }
 
 // newRef is a fresh task of the test principal.
@@ -77,6 +85,16 @@ func (e *captureEnv) create(t *testing.T, ref taskstate.Ref, maxLive int) (*task
 	t.Helper()
 	return e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo",
 		MaxLive: maxLive, Job: e.capture(t, ref)})
+}
+
+// get reads ref's record.
+func (e *captureEnv) get(t *testing.T, ref taskstate.Ref) *taskstate.Record {
+	t.Helper()
+	r, err := e.s.Get(ctx(t), ref)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	return r
 }
 
 // queued reports whether the job with id is in the queue.
@@ -138,7 +156,7 @@ func TestCreateWakesTheJobsQueue(t *testing.T) {
 		e := newCaptureEnv(t, b)
 		hub := taskstate.NewHub(b.Client)
 		defer hub.Close()
-		wake, err := hub.Subscribe(ctx(t), e.s.Keys().Wake("default"))
+		wake, err := hub.Subscribe(ctx(t), queue.Keys{Prefix: b.Prefix}.Wake("default"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,10 +182,10 @@ func TestWakingClientWakesTheJobsQueue(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newCaptureEnv(t, b)
-		enq := asynq.NewClientFromRedisClient(taskstate.NewWakingClient(b.Client, e.s.Keys()))
+		enq := queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix})
 		hub := taskstate.NewHub(b.Client)
 		defer hub.Close()
-		wake, err := hub.Subscribe(ctx(t), e.s.Keys().Wake("default"))
+		wake, err := hub.Subscribe(ctx(t), queue.Keys{Prefix: b.Prefix}.Wake("default"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +197,7 @@ func TestWakingClientWakesTheJobsQueue(t *testing.T) {
 				}
 			}
 			ref := newRef()
-			if err := job.Enqueue(ctx(t), enq, ref, 1, e.queue, time.Hour); err != nil {
+			if err := enq.Enqueue(ctx(t), queue.Job{Ref: ref, Tool: "echo", Seq: 1, Queue: "default"}); err != nil {
 				t.Fatalf("Enqueue: %v", err)
 			}
 			select {
@@ -187,7 +205,7 @@ func TestWakingClientWakesTheJobsQueue(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatalf("enqueue %d: no wake-up on the queue's channel", i)
 			}
-			if _, err := e.inspect.GetTaskInfo(e.queue, job.ID(ref, 1)); err != nil {
+			if _, err := e.inspect.GetTaskInfo(e.queue, queue.ID(ref, 1)); err != nil {
 				t.Fatalf("the job is not queued: %v", err)
 			}
 		}
@@ -220,13 +238,13 @@ func TestCreateWithJobConflict(t *testing.T) {
 		e := newCaptureEnv(t, b)
 		ref := newRef()
 		// A job with the task's id is queued already (enqueued directly).
-		if _, err := asynq.NewClientFromRedisClient(b.Client).Enqueue(asynq.NewTask(job.Type, nil),
+		if _, err := asynq.NewClientFromRedisClient(b.Client).Enqueue(asynq.NewTask(queue.Type, nil),
 			asynq.TaskID(ref.ID), asynq.Queue(e.queue)); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := e.create(t, ref, 0)
 		var jobErr *taskstate.JobError
-		if !errors.As(err, &jobErr) || !errors.Is(err, taskstate.ErrJobConflict) || rec == nil {
+		if !errors.As(err, &jobErr) || !errors.Is(err, queue.ErrJobConflict) || rec == nil {
 			t.Fatalf("Create = %v, %v; want the record and a JobError wrapping ErrJobConflict", rec, err)
 		}
 		if e.get(t, ref).Status != "working" {
@@ -253,44 +271,6 @@ func TestCreateWithJobRefused(t *testing.T) {
 		// Its job may be queued; a claim finds no record, so a worker drops it.
 		if _, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{}); !errors.Is(err, taskstate.ErrNotFound) {
 			t.Fatalf("Claim of the refused task = %v, want ErrNotFound", err)
-		}
-	})
-}
-
-// TestCaptureFailsClosed: under a capture, only what asynq v0.26.0 sends for
-// an enqueue is accepted. Any other command is an error rather than sent,
-// and a script other than the pinned enqueue script is refused rather than
-// recorded with a faked answer; outside a capture everything passes.
-func TestCaptureFailsClosed(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		jc := taskstate.NewJobCapture(b.Client)
-		cctx, job := taskstate.CaptureJob(ctx(t))
-		key := b.Prefix + "guard"
-		if err := jc.Set(cctx, key, "x", 0).Err(); err == nil {
-			t.Error("SET under a capture was sent")
-		}
-		if n, _ := b.Client.Exists(ctx(t), key).Result(); n != 0 {
-			t.Error("SET under a capture reached Redis")
-		}
-		const src = "return 1"
-		if err := jc.Eval(cctx, src, nil).Err(); err == nil {
-			t.Error("an unknown script under a capture was accepted")
-		}
-		if err := jc.EvalSha(cctx, "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", nil).Err(); err == nil {
-			t.Error("an unknown script's sha under a capture was accepted")
-		}
-		if job.Captured() {
-			t.Error("an unknown script was recorded")
-		}
-		if err := jc.SAdd(cctx, "asynq:queues", b.Prefix+"q").Err(); err != nil {
-			t.Errorf("asynq's queue-set SADD under a capture: %v", err)
-		}
-		_ = b.Client.SRem(ctx(t), "asynq:queues", b.Prefix+"q")
-		if err := jc.Set(ctx(t), key, "x", time.Minute).Err(); err != nil {
-			t.Errorf("SET outside a capture: %v", err)
-		}
-		if n, err := jc.Eval(ctx(t), src, nil).Int64(); err != nil || n != 1 {
-			t.Errorf("a script outside a capture: %d %v", n, err)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package taskstate_test
+package redisconn_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -61,7 +62,7 @@ func TestIsUnavailable(t *testing.T) {
 			if c.name == "connection refused" && c.err == nil {
 				t.Fatal("PING to a closed port succeeded")
 			}
-			if got := taskstate.IsUnavailable(c.err); got != c.want {
+			if got := redisconn.IsUnavailable(c.err); got != c.want {
 				t.Errorf("IsUnavailable(%v) = %v, want %v", c.err, got, c.want)
 			}
 		})
