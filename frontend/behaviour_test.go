@@ -21,6 +21,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 const taskNotFound = `{"error":{"<exact>":true,"code":-32602,"message":"Failed to retrieve task: Task not found"}}`
@@ -304,7 +305,7 @@ func TestQueueWorker(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, func(c *frontend.Config) { c.Enqueuer = nil })
 		finished := make(chan string, 16)
-		hub := taskstate.NewHub(b.Client)
+		hub := events.NewHub(b.Client)
 		t.Cleanup(func() { _ = hub.Close() })
 		// The fixture queue under the test's prefix: no other test's
 		// server can take its jobs.

@@ -16,13 +16,14 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // toolPriced is a held task tool that reserves 10 + 5 per frame.
 const toolPriced = "render_priced"
 
-func pricedTool() taskstate.ToolDef {
-	return taskstate.ToolDef{Tool: proto.Tool{Name: toolPriced, InputSchema: json.RawMessage(
+func pricedTool() catalog.Entry {
+	return catalog.Entry{Tool: proto.Tool{Name: toolPriced, InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"frames":{"type":"integer"}}}`)},
 		Policy: proto.PolicyTask, Queue: "mcpq", Price: &proto.Price{Base: 10, PerArgument: map[string]int64{"frames": 5}}}
 }

@@ -37,13 +37,13 @@ func queueJob(j Job) queue.Job {
 
 // Job is one run of a task, as the front end hands it to an Enqueuer.
 type Job struct {
-	// Task names the task and Tool is its catalog key (ToolDef.Key).
+	// Task names the task and Tool is its catalog key (catalog.Entry.Key).
 	Task taskstate.Ref
 	Tool string
 	// Seq numbers the task's runs: 0 for the first, then
 	// taskstate.AnswerResult.Resume for a resume after input.
 	Seq int64
-	// Queue is the queue of the tool's catalog entry (ToolDef.Queue).
+	// Queue is the queue of the tool's catalog entry (catalog.Entry.Queue).
 	Queue string
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // The one hook of the 2025-11-25 era (frontend/internal/legacy,
@@ -87,11 +89,11 @@ func (h *legacyEra) Open(w http.ResponseWriter, r *http.Request, principal strin
 	return &legacyRequest{s: h.s, c: &call{req: &proto.Request{}, httpReq: r, principal: principal, resp: newResponder(w, r)}}
 }
 
-func (h *legacyEra) Catalog(ctx context.Context) ([]taskstate.ToolDef, error) {
+func (h *legacyEra) Catalog(ctx context.Context) ([]catalog.Entry, error) {
 	return h.s.catalog.list(ctx)
 }
 
-func (h *legacyEra) Entry(ctx context.Context, name string) (*taskstate.ToolDef, error) {
+func (h *legacyEra) Entry(ctx context.Context, name string) (*catalog.Entry, error) {
 	return h.s.catalog.get(ctx, name)
 }
 
@@ -213,7 +215,7 @@ func (r *legacyRequest) NextProgress() float64 {
 	return r.c.progress
 }
 
-func (r *legacyRequest) Await(ctx context.Context, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration,
+func (r *legacyRequest) Await(ctx context.Context, sub *events.Subscription, ref taskstate.Ref, d time.Duration,
 	resultOnly bool) (*taskstate.Record, error) {
 	return r.s.awaitSettled(ctx, r.c, sub, ref, d, resultOnly)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 const benchMetaTasks = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
@@ -65,7 +66,7 @@ func benchBackends(b *testing.B, asynqEnqueue, billing bool, fn func(b *testing.
 		b.Cleanup(func() { _ = srv.Close() })
 		store := taskstate.New(be.Client, taskstate.Options{Prefix: be.Prefix})
 		ctx := context.Background()
-		def := taskstate.ToolDef{Tool: proto.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		def := catalog.Entry{Tool: proto.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Policy: proto.PolicyTask, Queue: "mcpq"}
 		if billing {
 			def.Price = &proto.Price{Base: 1}

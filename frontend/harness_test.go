@@ -24,6 +24,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -62,9 +63,9 @@ const (
 var immediateTools = map[string]bool{toolGreet: true, toolGreetAuto: true, toolGreetUnicode: true,
 	toolToolError: true, toolProtocolError: true}
 
-func fixtureTools(queue string) []taskstate.ToolDef {
-	def := func(name string, policy proto.Policy, f func(*taskstate.ToolDef)) taskstate.ToolDef {
-		d := taskstate.ToolDef{Tool: proto.Tool{Name: name, Description: "fixture " + name,
+func fixtureTools(queue string) []catalog.Entry {
+	def := func(name string, policy proto.Policy, f func(*catalog.Entry)) catalog.Entry {
+		d := catalog.Entry{Tool: proto.Tool{Name: name, Description: "fixture " + name,
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
 			Policy: policy, Queue: queue}
 		if f != nil {
@@ -72,18 +73,18 @@ func fixtureTools(queue string) []taskstate.ToolDef {
 		}
 		return d
 	}
-	return []taskstate.ToolDef{
+	return []catalog.Entry{
 		def(toolGreet, proto.PolicySync, nil),
-		def(toolGreetAuto, proto.PolicyAuto, func(d *taskstate.ToolDef) { d.SyncBudgetMs = 60_000 }),
+		def(toolGreetAuto, proto.PolicyAuto, func(d *catalog.Entry) { d.SyncBudgetMs = 60_000 }),
 		def(toolGreetUnicode, proto.PolicySync, nil),
 		def(toolToolError, proto.PolicySync, nil),
 		def(toolProtocolError, proto.PolicySync, nil),
-		def(toolSlow, "", func(d *taskstate.ToolDef) { d.SyncBudgetMs = 20 }),
+		def(toolSlow, "", func(d *catalog.Entry) { d.SyncBudgetMs = 20 }),
 		def(toolTaskJob, proto.PolicyTask, nil),
-		def(toolTTLLong, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = 48 * 3600 * 1000 }),
-		def(toolTTLShort, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = 60_000 }),
-		def(toolTTLUnlimited, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = taskstate.UnlimitedTTL }),
-		def(toolPoll, proto.PolicyTask, func(d *taskstate.ToolDef) { d.PollIntervalMs = 250 }),
+		def(toolTTLLong, proto.PolicyTask, func(d *catalog.Entry) { d.TTLMs = 48 * 3600 * 1000 }),
+		def(toolTTLShort, proto.PolicyTask, func(d *catalog.Entry) { d.TTLMs = 60_000 }),
+		def(toolTTLUnlimited, proto.PolicyTask, func(d *catalog.Entry) { d.TTLMs = catalog.UnlimitedTTL }),
+		def(toolPoll, proto.PolicyTask, func(d *catalog.Entry) { d.PollIntervalMs = 250 }),
 	}
 }
 
@@ -469,7 +470,7 @@ func mustMatch(t testing.TB, rep reply, status int, want string) {
 
 // publish writes defs into the catalog and marks them served by a live
 // worker for a century of the fake clock, as a running worker would.
-func (e *env) publish(defs ...taskstate.ToolDef) {
+func (e *env) publish(defs ...catalog.Entry) {
 	e.t.Helper()
 	if err := publishServed(e.store, defs...); err != nil {
 		e.t.Fatal(err)
@@ -478,15 +479,15 @@ func (e *env) publish(defs ...taskstate.ToolDef) {
 
 // publishServed writes defs into the catalog and marks them served for a
 // century of the store's clock.
-func publishServed(store *taskstate.Store, defs ...taskstate.ToolDef) error {
+func publishServed(store *taskstate.Store, defs ...catalog.Entry) error {
 	ctx := context.Background()
-	if err := store.PublishTools(ctx, defs); err != nil {
+	if err := store.Catalog().Publish(ctx, defs); err != nil {
 		return err
 	}
 	keys := make([]string, len(defs))
 	for i := range defs {
 		keys[i] = defs[i].Key()
 	}
-	_, err := store.ServeEntries(ctx, keys, store.Now().Add(100*365*24*time.Hour))
+	_, err := store.Catalog().Serve(ctx, keys, store.Now().Add(100*365*24*time.Hour))
 	return err
 }

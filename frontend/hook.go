@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // The points where the modern server lets another protocol era in: the
@@ -38,11 +39,11 @@ type callHook interface {
 	Held(ctx context.Context, ref taskstate.Ref)
 	// State is called with each state of the awaited task that is new to
 	// the request.
-	State(ev taskstate.Event)
+	State(ev events.Event)
 	// AskInput answers a parked task's input requests instead of an
 	// InputRequiredResult, holding the call until wait has passed since
 	// start.
-	AskInput(ctx context.Context, sub *taskstate.Subscription, rec *taskstate.Record, start time.Time,
+	AskInput(ctx context.Context, sub *events.Subscription, rec *taskstate.Record, start time.Time,
 		wait time.Duration) (any, error)
 	// Status is the HTTP status of the request's error (status: the one
 	// toRPC gave it).

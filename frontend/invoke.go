@@ -9,13 +9,15 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // invocation is one run of a catalog entry for a request: a tool call, a
 // prompt, a resource read or a completion. All of them are task records run
 // by workers, so each may ask for input (MRTR) the same way.
 type invocation struct {
-	def *taskstate.ToolDef
+	def *catalog.Entry
 	// method and name identify the request a requestState is bound to.
 	method, name string
 	// args is the job's arguments object.
@@ -81,7 +83,7 @@ type plan struct {
 // the request could only wait.
 func (s *Server) decide(c *call, inv invocation) (plan, error) {
 	pl := plan{policy: inv.def.Policy, declared: c.tasksDeclared(), status: "Queued"}
-	if inv.def.Kind != taskstate.KindTool {
+	if inv.def.Kind != catalog.KindTool {
 		pl.policy = proto.PolicySync
 	} else if pl.policy == "" {
 		pl.policy = proto.PolicyAuto
@@ -114,7 +116,7 @@ func (s *Server) decide(c *call, inv invocation) (plan, error) {
 type running struct {
 	ref taskstate.Ref
 	// sub carries the task's events (nil: a task handed out at once).
-	sub *taskstate.Subscription
+	sub *events.Subscription
 	// rec is the record as last read (or as an event showed it).
 	rec *taskstate.Record
 }

@@ -247,7 +247,7 @@ func TestLegacyStream(t *testing.T) {
 		}
 		ctx := context.Background()
 		for _, uri := range []string{"test://dropped", "test://other", "test://watched"} {
-			if err := a.store.AnnounceResourceUpdated(ctx, uri); err != nil {
+			if err := a.store.Catalog().AnnounceResourceUpdated(ctx, uri); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // listenFilter is subscriptions/listen's notifications filter.
@@ -118,7 +120,7 @@ func (l *listener) subscribe(ctx, lctx context.Context) (listenFilter, []*taskst
 	s, f := l.s, l.f
 	honored := listenFilter{ToolsListChanged: f.ToolsListChanged, PromptsListChanged: f.PromptsListChanged,
 		ResourcesListChanged: f.ResourcesListChanged, ResourceSubscriptions: f.ResourceSubscriptions}
-	keys := s.store.Keys()
+	keys := s.store.Catalog().Keys()
 	if f.ToolsListChanged || f.PromptsListChanged || f.ResourcesListChanged {
 		sub, err := s.hub.Subscribe(ctx, keys.Lists())
 		if err != nil {
@@ -140,7 +142,7 @@ func (l *listener) subscribe(ctx, lctx context.Context) (listenFilter, []*taskst
 			continue
 		}
 		ref := taskstate.Ref{Owner: owner, ID: id}
-		sub, err := s.hub.Subscribe(ctx, keys.Events(ref))
+		sub, err := s.hub.Subscribe(ctx, s.store.Keys().Events(ref))
 		if err != nil {
 			return honored, nil, err
 		}
@@ -158,7 +160,7 @@ func (l *listener) subscribe(ctx, lctx context.Context) (listenFilter, []*taskst
 
 // forward moves sub's payloads into l.events (as kind, of task ref) until
 // lctx ends, then closes sub.
-func (l *listener) forward(lctx context.Context, sub *taskstate.Subscription, kind string, ref taskstate.Ref) {
+func (l *listener) forward(lctx context.Context, sub *events.Subscription, kind string, ref taskstate.Ref) {
 	defer sub.Close()
 	for {
 		select {
@@ -193,7 +195,7 @@ func (l *listener) run(ctx context.Context) (any, error) {
 		case <-reread:
 			reread = nil
 			for ref := range unread {
-				if l.s.applyTask(ctx, l.last, ref, taskstate.Event{Resync: true}, l.sendTask) {
+				if l.s.applyTask(ctx, l.last, ref, events.Event{Resync: true}, l.sendTask) {
 					delete(unread, ref)
 				}
 			}
@@ -211,16 +213,16 @@ func (l *listener) run(ctx context.Context) (any, error) {
 // could not be read joins unread.
 func (l *listener) handle(ctx context.Context, ev listenEvent, unread map[taskstate.Ref]bool) {
 	f := l.f
-	resync := ev.payload == taskstate.EventResync // the hub reconnected: changes may be lost
+	resync := ev.payload == events.Resync // the hub reconnected: changes may be lost
 	switch ev.kind {
 	case "list":
-		if f.ToolsListChanged && (resync || ev.payload == taskstate.ListTools) {
+		if f.ToolsListChanged && (resync || ev.payload == catalog.ListTools) {
 			l.send(proto.NotifyToolsListChanged, map[string]any{})
 		}
-		if f.PromptsListChanged && (resync || ev.payload == taskstate.ListPrompts) {
+		if f.PromptsListChanged && (resync || ev.payload == catalog.ListPrompts) {
 			l.send(proto.NotifyPromptsListChanged, map[string]any{})
 		}
-		if f.ResourcesListChanged && (resync || ev.payload == taskstate.ListResources) {
+		if f.ResourcesListChanged && (resync || ev.payload == catalog.ListResources) {
 			l.send(proto.NotifyResourcesChanged, map[string]any{})
 		}
 	case "resource":
@@ -233,7 +235,7 @@ func (l *listener) handle(ctx context.Context, ev listenEvent, unread map[taskst
 			l.send(proto.NotifyResourceUpdated, map[string]any{"uri": ev.payload})
 		}
 	case "task":
-		if l.s.applyTask(ctx, l.last, ev.ref, taskstate.DecodeEvent(ev.payload), l.sendTask) {
+		if l.s.applyTask(ctx, l.last, ev.ref, events.Decode(ev.payload), l.sendTask) {
 			delete(unread, ev.ref)
 		} else {
 			unread[ev.ref] = true

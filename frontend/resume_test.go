@@ -284,7 +284,7 @@ func TestLegacyGetStreams(t *testing.T) {
 		newestCtx, closeNewest := context.WithCancel(ctx)
 		newest := get(newestCtx, tsB, "")
 
-		if err := a.store.AnnounceListChanged(ctx, "tools"); err != nil {
+		if err := a.store.Catalog().AnnounceListChanged(ctx, "tools"); err != nil {
 			t.Fatal(err)
 		}
 		if ev := next(newest); ev.data["method"] != proto.NotifyToolsListChanged || ev.id == "" {
@@ -310,7 +310,7 @@ func TestLegacyGetStreams(t *testing.T) {
 		// never got the ones above.
 		closeNewest()
 		for got := false; !got; {
-			if err := a.store.AnnounceListChanged(ctx, "prompts"); err != nil {
+			if err := a.store.Catalog().AnnounceListChanged(ctx, "prompts"); err != nil {
 				t.Fatal(err)
 			}
 			select {

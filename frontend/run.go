@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // keepAliveEvery is how often a long wait writes an SSE comment.
@@ -73,7 +75,7 @@ func (s *Server) deliverAnswers(ctx context.Context, ref taskstate.Ref, inv invo
 // that answers a completed task with its result alone (finalResult) sets
 // resultOnly: an event that carries the result then ends the wait without
 // reading the record (the record returned holds what the event said).
-func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration,
+func (s *Server) awaitSettled(ctx context.Context, c *call, sub *events.Subscription, ref taskstate.Ref, d time.Duration,
 	resultOnly bool) (*taskstate.Record, error) {
 	ctx, stopWatch := s.watchAuth(ctx, c)
 	defer stopWatch()
@@ -97,7 +99,7 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 	for {
 		select {
 		case payload := <-sub.C:
-			ev := taskstate.DecodeEvent(payload)
+			ev := events.Decode(payload)
 			if ev.Notification != "" {
 				s.relay(c, ev.Notification)
 				continue
@@ -220,7 +222,7 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 // create writes a new task's record and enqueues its job. With the default
 // enqueuer both go to Redis in one round trip: the enqueue is captured
 // first (internal/queue) and sent in the same pipeline, after the record.
-func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *taskstate.ToolDef) (*taskstate.Record, error) {
+func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *catalog.Entry) (*taskstate.Record, error) {
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}
 	if s.jobs != nil {
 		job, err := s.jobs.Capture(ctx, queueJob(jobOf(ref, def, 0)))
@@ -258,7 +260,7 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 // dropJob deletes the first job of ref, sent with a record that was not
 // written. A job already taken by a worker is not there to delete, and is
 // a no-op there.
-func (s *Server) dropJob(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef) {
+func (s *Server) dropJob(ctx context.Context, ref taskstate.Ref, def *catalog.Entry) {
 	err := s.jobs.Drop(queueJob(jobOf(ref, def, 0)))
 	if err != nil && ctx.Err() == nil {
 		s.log.Debug("job of a refused create not deleted", "task", ref.ID, "err", err)
@@ -267,7 +269,7 @@ func (s *Server) dropJob(ctx context.Context, ref taskstate.Ref, def *taskstate.
 
 // enqueue puts the task's job on its queue; an id conflict means it is
 // there already. A first run that cannot be enqueued fails the task.
-func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskstate.ToolDef, resume int64) error {
+func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *catalog.Entry, resume int64) error {
 	err := s.submit(ctx, rec.Ref, def, resume)
 	if err == nil {
 		return nil
@@ -280,12 +282,12 @@ func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskst
 
 // submit hands the job of ref's run number resume to the enqueuer, on its
 // entry's queue (a repeated enqueue is a harmless conflict).
-func (s *Server) submit(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef, resume int64) error {
+func (s *Server) submit(ctx context.Context, ref taskstate.Ref, def *catalog.Entry, resume int64) error {
 	return s.cfg.Enqueuer.Enqueue(ctx, jobOf(ref, def, resume))
 }
 
 // jobOf is the job of ref's run number seq, for its catalog entry def.
-func jobOf(ref taskstate.Ref, def *taskstate.ToolDef, seq int64) Job {
+func jobOf(ref taskstate.Ref, def *catalog.Entry, seq int64) Job {
 	return Job{Task: ref, Tool: def.Key(), Seq: seq, Queue: def.Queue}
 }
 
@@ -299,12 +301,12 @@ func (s *Server) unscheduled(ctx context.Context, rec *taskstate.Record) {
 // ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is
 // unlimited. A requested TTL (call.ttl, a 2025-11-25 task.ttl; nil: none)
 // shortens it, never lengthens it.
-func (s *Server) ttlFor(def *taskstate.ToolDef, requested *int64) *int64 {
+func (s *Server) ttlFor(def *catalog.Entry, requested *int64) *int64 {
 	ttl := s.cfg.DefaultTTL
 	switch {
-	case def.TTLMs == taskstate.UnlimitedTTL && s.cfg.AllowUnlimitedTTL:
+	case def.TTLMs == catalog.UnlimitedTTL && s.cfg.AllowUnlimitedTTL:
 		return requested
-	case def.TTLMs == taskstate.UnlimitedTTL:
+	case def.TTLMs == catalog.UnlimitedTTL:
 		ttl = s.cfg.MaxTTL
 	case def.TTLMs > 0:
 		ttl = time.Duration(def.TTLMs) * time.Millisecond
@@ -316,7 +318,7 @@ func (s *Server) ttlFor(def *taskstate.ToolDef, requested *int64) *int64 {
 	return &ms
 }
 
-func (s *Server) pollFor(def *taskstate.ToolDef) time.Duration {
+func (s *Server) pollFor(def *catalog.Entry) time.Duration {
 	if def.PollIntervalMs > 0 {
 		return time.Duration(def.PollIntervalMs) * time.Millisecond
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // Server is a stateless MCP front end.
@@ -26,8 +27,8 @@ type Server struct {
 	cfg        Config
 	store      *taskstate.Store
 	buckets    *access.Store // Config.RateLimit's request buckets
-	hub        *taskstate.Hub
-	catalog    *catalog
+	hub        *events.Hub
+	catalog    *catalogCache
 	listens    listenCounts // open listen streams per principal
 	hosts      hostList     // AllowedOrigins as Host headers match them
 	log        *slog.Logger
@@ -115,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:        cfg,
 		store:      store,
 		buckets:    access.New(cfg.Redis, cfg.Prefix, cfg.Clock),
-		hub:        taskstate.NewHub(cfg.Redis),
+		hub:        events.NewHub(cfg.Redis),
 		catalog:    newCatalog(store, cfg.CatalogTTL, cfg.Logger),
 		log:        cfg.Logger,
 		resultMeta: proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},

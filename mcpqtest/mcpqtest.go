@@ -34,6 +34,7 @@ import (
 	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -56,7 +57,7 @@ const defaultTTL = time.Hour
 type Env struct {
 	store *taskstate.Store
 	rdb   *redis.Client
-	hub   *taskstate.Hub
+	hub   *events.Hub
 	jobs  *queue.Client
 	clock *clock
 	tools map[string]*tool
@@ -108,7 +109,7 @@ func New(t testing.TB, tools ...worker.Tool) *Env {
 		rdb.Close()
 		t.Fatalf("mcpqtest: %v", err)
 	}
-	e.hub, e.jobs = taskstate.NewHub(rdb), queue.NewClient(rdb, queue.Options{MaxTTL: worker.DefaultMaxTTL})
+	e.hub, e.jobs = events.NewHub(rdb), queue.NewClient(rdb, queue.Options{MaxTTL: worker.DefaultMaxTTL})
 	t.Cleanup(func() { // after the worker stopped (cleanups run last first)
 		e.hub.Close()
 		rdb.Close()

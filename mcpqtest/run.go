@@ -12,6 +12,7 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -21,7 +22,7 @@ type Run struct {
 	env   *Env
 	tool  *tool
 	ref   taskstate.Ref
-	sub   *taskstate.Subscription
+	sub   *events.Subscription
 	early *proto.CallToolResult // answered without a task
 }
 

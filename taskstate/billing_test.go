@@ -266,7 +266,7 @@ func TestBillingSettles(t *testing.T) {
 					}
 				}
 				e.clock.Advance(2 * time.Second)
-				if _, err := e.s.Reap(ctx(t)); err != nil {
+				if _, err := e.s.Reap(ctx(t), nil); err != nil {
 					t.Fatal(err)
 				}
 				s := e.books(t, who, 0)[ref.ID]

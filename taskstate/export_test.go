@@ -1,5 +1,11 @@
 package taskstate
 
+import (
+	"slices"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
 // MergeExtra exposes mergeExtra to the external tests, which read records
 // straight from Redis.
 var MergeExtra = mergeExtra
@@ -13,7 +19,6 @@ func (k Keys) Held(owner string) string              { return k.held(owner) }
 func (k Keys) Live(owner string) string              { return k.live(owner) }
 func (k Keys) Owners() string                        { return k.owners() }
 func (k Keys) Running(owner, queue string) string    { return k.running(owner, queue) }
-func (k Keys) Serving() string                       { return k.serving() }
 func (k Keys) Tasks(owner string) string             { return k.tasks(owner) }
 func (k Keys) Idempotency(owner, hash string) string { return k.idempotency(owner, hash) }
 
@@ -22,3 +27,7 @@ var (
 	FormatTime = formatTime
 	Allowed    = allowed
 )
+
+// AllStatuses is every status, StatusNew included, for exhaustive tests (a
+// fresh slice each call).
+func AllStatuses() []proto.TaskStatus { return slices.Clone(allStatuses) }

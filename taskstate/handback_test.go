@@ -8,6 +8,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // TestHandBack: a job given back leaves the task working and unclaimed
@@ -79,22 +80,22 @@ func TestEntry(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, fresh(b))
-		if d, err := e.s.Entry(ctx(t), "alpha"); d != nil || err != nil {
+		if d, err := e.s.Catalog().Entry(ctx(t), "alpha"); d != nil || err != nil {
 			t.Fatalf("Entry of nothing published = %+v, %v", d, err)
 		}
-		def := taskstate.ToolDef{Tool: proto.Tool{Name: "alpha"}, Queue: "gpu"}
-		if err := e.s.PublishTools(ctx(t), []taskstate.ToolDef{def}); err != nil {
+		def := catalog.Entry{Tool: proto.Tool{Name: "alpha"}, Queue: "gpu"}
+		if err := e.s.Catalog().Publish(ctx(t), []catalog.Entry{def}); err != nil {
 			t.Fatal(err)
 		}
-		d, err := e.s.Entry(ctx(t), "alpha")
+		d, err := e.s.Catalog().Entry(ctx(t), "alpha")
 		if err != nil || d == nil || d.Queue != "gpu" || d.Served(e.clock.Now()) {
 			t.Fatalf("Entry published, not served = %+v, %v", d, err)
 		}
 		until := e.clock.Now().Add(time.Minute)
-		if _, err := e.s.ServeEntries(ctx(t), []string{"alpha"}, until); err != nil {
+		if _, err := e.s.Catalog().Serve(ctx(t), []string{"alpha"}, until); err != nil {
 			t.Fatal(err)
 		}
-		if d, err = e.s.Entry(ctx(t), "alpha"); err != nil || !d.Served(e.clock.Now()) || !d.ServedUntil.Equal(until) {
+		if d, err = e.s.Catalog().Entry(ctx(t), "alpha"); err != nil || !d.Served(e.clock.Now()) || !d.ServedUntil.Equal(until) {
 			t.Fatalf("Entry served = %+v, %v; want served until %v", d, err, until)
 		}
 	})

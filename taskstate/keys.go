@@ -45,23 +45,6 @@ func (k Keys) TaskExtra(ref Ref) string {
 // workers their notifications (events.go). Type: pub/sub channel.
 func (k Keys) Events(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:events:" + ref.ID }
 
-// Catalog maps ToolDef.Key (tool name, or kind:name) to its published
-// definition (JSON ToolDef). Type: hash.
-func (k Keys) Catalog() string { return k.Prefix + "catalog" }
-
-// serving says which catalog entries a live worker serves: member
-// ToolDef.Key, score the unix ms until which the latest heartbeat of any
-// worker serving it holds (serving.go). Type: sorted set.
-func (k Keys) serving() string { return k.Prefix + "serving" }
-
-// Lists is where catalog changes are announced; the payload is the list
-// that changed (ListTools, ListPrompts, ListResources). Type: pub/sub channel.
-func (k Keys) Lists() string { return k.Prefix + "lists" }
-
-// ResourceUpdates is where resource changes are announced; the payload is
-// the resource URI. Type: pub/sub channel.
-func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }
-
 // Deadlines indexes one owner's tasks that have a TTL: member task id,
 // score the deadline (unix ms). The reaper walks it. Type: sorted set.
 func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }

@@ -47,7 +47,6 @@ var (
 	ttlScript        = loadScript("ttl")
 	reapScript       = loadScript("reap")
 	takeoverScript   = loadScript("takeover")
-	servingScript    = loadScript("serving")
 	meterScript      = loadScript("meter")
 	creditScript     = loadScript("credit")
 	forwardedScript  = loadScript("forwarded")

@@ -98,7 +98,7 @@ func TestLiveCap(t *testing.T) {
 			t.Fatalf("frank at the cap: %v", err)
 		}
 		e.clock.Advance(2 * time.Second)
-		if n, err := e.s.Reap(c); err != nil || n < 1 {
+		if n, err := e.s.Reap(c, nil); err != nil || n < 1 {
 			t.Fatalf("Reap: %d %v", n, err)
 		}
 		if e.exists(t, f1) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // Options configure a Store. The zero value is usable.
@@ -50,11 +52,12 @@ const (
 
 // Store reads and changes task records. It is safe for concurrent use.
 type Store struct {
-	rdb   redis.UniversalClient
-	keys  Keys
-	now   func() time.Time
-	grace time.Duration
-	lost  time.Duration
+	rdb     redis.UniversalClient
+	keys    Keys
+	catalog *catalog.Catalog
+	now     func() time.Time
+	grace   time.Duration
+	lost    time.Duration
 	// cancelGrace is Options.CancelGrace.
 	cancelGrace time.Duration
 	// waitReplicas and waitTimeout are Options.WaitReplicas and WaitTimeout.
@@ -89,8 +92,11 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
 		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout,
-		settled: opts.Settled}
+		settled: opts.Settled, catalog: catalog.New(rdb, opts.Prefix, opts.Clock)}
 }
+
+// Catalog returns the shared catalog on the store's Redis, prefix and clock.
+func (s *Store) Catalog() *catalog.Catalog { return s.catalog }
 
 // Keys returns the key builder the store uses.
 func (s *Store) Keys() Keys { return s.keys }

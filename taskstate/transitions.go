@@ -36,10 +36,6 @@ func Transitions() map[proto.TaskStatus][]proto.TaskStatus {
 	return out
 }
 
-// AllStatuses returns every status, StatusNew included, for exhaustive
-// tests (a fresh slice each call).
-func AllStatuses() []proto.TaskStatus { return slices.Clone(allStatuses) }
-
 // allowed reports whether the table permits from → to.
 func allowed(from, to proto.TaskStatus) bool { return slices.Contains(transitions[from], to) }
 

@@ -26,7 +26,7 @@ import (
 // tool. It returns an error only when the job should be delivered again
 // (Redis unreachable).
 func (w *Worker) handBack(ctx context.Context, j queue.Job) error {
-	def, err := w.store.Entry(ctx, j.Tool)
+	def, err := w.store.Catalog().Entry(ctx, j.Tool)
 	if err != nil {
 		return err
 	}

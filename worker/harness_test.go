@@ -18,6 +18,7 @@ import (
 	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -44,7 +45,7 @@ type harness struct {
 	store  *taskstate.Store
 	client *asynq.Client // for jobs no mcpq enqueue makes (an id asynq takes twice)
 	jobs   *queue.Client
-	hub    *taskstate.Hub
+	hub    *events.Hub
 	// queue is the queue test tools use: asynq keys carry no prefix, so on
 	// a shared redis-server every test needs queues of its own.
 	queue  string
@@ -60,7 +61,7 @@ func newHarness(t *testing.T, b *redistest.Backend) *harness {
 		store:  taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix}),
 		client: asynq.NewClientFromRedisClient(b.Client),
 		jobs:   queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix}),
-		hub:    taskstate.NewHub(b.Client),
+		hub:    events.NewHub(b.Client),
 		queue:  worker.DefaultQueue,
 		logs:   &logBuffer{},
 		queues: map[string]string{},
@@ -120,7 +121,7 @@ func (h *harness) start(t *testing.T, cfg worker.Config, tools ...worker.Tool) *
 // anything could publish on them.
 type task struct {
 	ref taskstate.Ref
-	sub *taskstate.Subscription
+	sub *events.Subscription
 }
 
 // create writes a task record for tool (not yet enqueued) and subscribes to

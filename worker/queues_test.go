@@ -11,7 +11,8 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -31,7 +32,7 @@ func TestQueues(t *testing.T) {
 				}
 			})
 		}
-		lists, err := h.hub.Subscribe(context.Background(), h.store.Keys().Lists())
+		lists, err := h.hub.Subscribe(context.Background(), h.store.Catalog().Keys().Lists())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,22 +75,22 @@ func TestQueues(t *testing.T) {
 		stopGPU := runWorker(cfg(map[string]int{"gpu": 1}), tools("gpu worker"))
 		runWorker(cfg(map[string]int{"cpu": 2}), tools("cpu worker"))
 
-		catalog := func() map[string]taskstate.ToolDef {
-			defs, err := h.store.Tools(context.Background())
+		entries := func() map[string]catalog.Entry {
+			defs, err := h.store.Catalog().Entries(context.Background())
 			if err != nil {
 				t.Fatalf("Tools: %v", err)
 			}
-			m := map[string]taskstate.ToolDef{}
+			m := map[string]catalog.Entry{}
 			for _, d := range defs {
 				m[d.Key()] = d
 			}
 			return m
 		}
 		served := func(key string) bool {
-			d := catalog()[key]
+			d := entries()[key]
 			return d.Served(time.Now())
 		}
-		c := catalog()
+		c := entries()
 		if c["render"].Queue != "gpu" || c["echo"].Queue != "cpu" || len(c) != 2 {
 			t.Fatalf("catalog %+v: want render on gpu, echo on cpu, nothing else", c)
 		}
@@ -124,10 +125,10 @@ func TestQueues(t *testing.T) {
 		if !served("echo") {
 			t.Fatal("echo stopped being served with the gpu worker")
 		}
-		if got := recv(t, lists.C, "tools list change"); got != taskstate.ListTools {
+		if got := recv(t, lists.C, "tools list change"); got != catalog.ListTools {
 			t.Fatalf("Lists got %q", got)
 		}
-		for catalog()["render"].ServedUntil != (time.Time{}) { // swept by the cpu worker
+		for entries()["render"].ServedUntil != (time.Time{}) { // swept by the cpu worker
 			select {
 			case <-deadline:
 				t.Fatal("render never swept from the serving set")
@@ -137,7 +138,7 @@ func TestQueues(t *testing.T) {
 	})
 }
 
-func drain(s *taskstate.Subscription) {
+func drain(s *events.Subscription) {
 	for {
 		select {
 		case <-s.C:

@@ -60,7 +60,7 @@ func (w *Worker) rerun(ctx context.Context, taken []taskstate.TakenBack) error {
 			q = e.queue
 		} else {
 			if queues == nil {
-				defs, err := w.store.Tools(ctx)
+				defs, err := w.store.Catalog().Entries(ctx)
 				if err != nil {
 					return err
 				}

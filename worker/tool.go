@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // Handler runs one tool call. It returns the tool's result; a *proto.Error
@@ -87,16 +87,16 @@ const (
 const DefaultQueue = "mcpq"
 
 // def is the catalog entry of t.
-func (t Tool) def() taskstate.ToolDef {
+func (t Tool) def() catalog.Entry {
 	schema := t.InputSchema
 	if len(schema) == 0 {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
 	ttl := t.TTL.Milliseconds()
 	if t.TTL < 0 {
-		ttl = taskstate.UnlimitedTTL
+		ttl = catalog.UnlimitedTTL
 	}
-	return taskstate.ToolDef{
+	return catalog.Entry{
 		Tool: proto.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchema: schema, OutputSchema: t.OutputSchema},
 		Policy:         t.Policy,

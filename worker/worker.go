@@ -21,6 +21,8 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // Config configures a Worker. Zero values take the documented defaults.
@@ -144,7 +146,7 @@ type Worker struct {
 	tracer  trace.Tracer // nil: tracing off
 
 	mu      sync.Mutex
-	entries map[string]*entry // by ToolDef.Key
+	entries map[string]*entry // by catalog.Entry.Key
 	running bool
 	// jobs holds the check-now function (watch) of each running delivery, by task id
 	// and attempt (a stale delivery of a task may still run beside a newer
@@ -285,7 +287,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.publish(ctx); err != nil {
 		return fmt.Errorf("worker: publish catalog: %w", err)
 	}
-	hub := taskstate.NewHub(w.cfg.Redis)
+	hub := events.NewHub(w.cfg.Redis)
 	defer hub.Close()
 	stops, err := hub.Subscribe(ctx, w.store.Keys().Stops())
 	if err != nil {
@@ -371,7 +373,7 @@ func (w *Worker) groups(named map[string]int) map[string]int {
 // serveConfig configures the worker's asynq servers (internal/queue): one
 // per queue of Config.Queues, or one for all the queues the entries name
 // (named, the default), sharing Concurrency.
-func (w *Worker) serveConfig(hub *taskstate.Hub, named map[string]int) queue.ServeConfig {
+func (w *Worker) serveConfig(hub *events.Hub, named map[string]int) queue.ServeConfig {
 	var groups []queue.Group
 	if len(w.cfg.Queues) == 0 {
 		g := queue.Group{Concurrency: w.cfg.Concurrency}
@@ -397,7 +399,7 @@ func (w *Worker) serveConfig(hub *taskstate.Hub, named map[string]int) queue.Ser
 // no live worker).
 func (w *Worker) publish(ctx context.Context) error {
 	w.mu.Lock()
-	defs := make([]taskstate.ToolDef, 0, len(w.entries))
+	defs := make([]catalog.Entry, 0, len(w.entries))
 	keys := make([]string, 0, len(w.entries))
 	for _, e := range w.entries {
 		if w.serves(e) {
@@ -406,7 +408,7 @@ func (w *Worker) publish(ctx context.Context) error {
 		}
 	}
 	w.mu.Unlock()
-	if err := w.store.PublishTools(ctx, defs); err != nil {
+	if err := w.store.Catalog().Publish(ctx, defs); err != nil {
 		return err
 	}
 	_, err := w.serve(ctx, keys)
@@ -414,9 +416,9 @@ func (w *Worker) publish(ctx context.Context) error {
 }
 
 // serve heartbeats keys into the serving set for ServedIntervals intervals.
-func (w *Worker) serve(ctx context.Context, keys []string) (taskstate.ServingChange, error) {
+func (w *Worker) serve(ctx context.Context, keys []string) (catalog.ServingChange, error) {
 	until := w.store.Now().Add(ServedIntervals * w.cfg.CatalogInterval)
-	ch, err := w.store.ServeEntries(ctx, keys, until)
+	ch, err := w.store.Catalog().Serve(ctx, keys, until)
 	if err == nil && len(ch.Added)+len(ch.Expired) > 0 {
 		w.log.Info("catalog entries changed", "served", ch.Added, "no worker left", ch.Expired)
 	}
@@ -425,7 +427,7 @@ func (w *Worker) serve(ctx context.Context, keys []string) (taskstate.ServingCha
 
 // sweep drops (and announces) the entries whose last worker's time ran out.
 func (w *Worker) sweep(ctx context.Context) {
-	ch, err := w.store.SweepServing(ctx)
+	ch, err := w.store.Catalog().Sweep(ctx)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("sweep catalog", "err", err)
@@ -675,7 +677,7 @@ func (w *Worker) untrack(id string, attempt int64) {
 // delivery of the task: the record, not the signal, says what to do (a
 // takeover's signal can arrive after the task's next delivery started
 // here, which must go on).
-func (w *Worker) routeStops(ctx context.Context, stops *taskstate.Subscription) {
+func (w *Worker) routeStops(ctx context.Context, stops *events.Subscription) {
 	for {
 		select {
 		case id := <-stops.C:

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -309,12 +310,12 @@ func TestCatalog(t *testing.T) {
 		{Name: "convert", Policy: worker.PolicyAuto, Handler: noop},
 		{Name: "plain", Handler: noop},
 	}
-	want := map[string]taskstate.ToolDef{
+	want := map[string]catalog.Entry{
 		"search": {Tool: proto.Tool{Name: "search", Title: "Search", Description: "Finds things.",
 			InputSchema: json.RawMessage(schema)}, Policy: "sync", SyncBudgetMs: 300, TTLMs: 120000,
 			PollIntervalMs: 1500, Queue: "mcpq"},
 		"train": {Tool: proto.Tool{Name: "train", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			Policy: "task", TTLMs: taskstate.UnlimitedTTL, Queue: "gpu"},
+			Policy: "task", TTLMs: catalog.UnlimitedTTL, Queue: "gpu"},
 		"convert": {Tool: proto.Tool{Name: "convert", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Policy: "auto", Queue: "mcpq"},
 		"plain": {Tool: proto.Tool{Name: "plain", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -332,7 +333,7 @@ func TestCatalog(t *testing.T) {
 			t.Fatalf("%s job ended %s", name, rec.Status)
 		}
 	}
-	defs, err := h.store.Tools(context.Background())
+	defs, err := h.store.Catalog().Entries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,18 +356,18 @@ func TestCatalog(t *testing.T) {
 
 	// Republishing: a catalog entry removed by hand comes back.
 	ctx := context.Background()
-	if err := h.b.Client.HDel(ctx, h.store.Keys().Catalog(), "search").Err(); err != nil {
+	if err := h.b.Client.HDel(ctx, h.store.Catalog().Keys().Entries(), "search").Err(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "search republished", func() bool {
-		n, err := h.b.Client.HExists(ctx, h.store.Keys().Catalog(), "search").Result()
+		n, err := h.b.Client.HExists(ctx, h.store.Catalog().Keys().Entries(), "search").Result()
 		return err == nil && n
 	})
 }
 
 // published is what a tool definition promises front ends (publishedAt is
 // checked apart, fields this test does not set are left out).
-func published(d taskstate.ToolDef) any {
+func published(d catalog.Entry) any {
 	return struct {
 		Tool                                proto.Tool
 		Policy                              proto.Policy

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // newClient is an mcpq client of the front end at addr with its own
@@ -412,7 +413,7 @@ func (s *suite) cancelOnce(ctx context.Context, cl *client.Client, tool string) 
 		for {
 			select {
 			case m := <-ch:
-				if string(taskstate.DecodeEvent(m.Payload).Status) == payload {
+				if string(events.Decode(m.Payload).Status) == payload {
 					return nil
 				}
 			case <-ctx.Done():

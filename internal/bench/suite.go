@@ -181,14 +181,14 @@ func (s *suite) publishCatalog(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.store.PublishTools(ctx, defs); err != nil {
+	if err := s.store.Catalog().Publish(ctx, defs); err != nil {
 		return err
 	}
 	keys := make([]string, len(defs))
 	for i := range defs {
 		keys[i] = defs[i].Key()
 	}
-	_, err := s.store.ServeEntries(ctx, keys, s.store.Now().Add(24*time.Hour))
+	_, err := s.store.Catalog().Serve(ctx, keys, s.store.Now().Add(24*time.Hour))
 	return err
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -80,10 +80,10 @@ func benchTools(c *counter) []worker.Tool {
 
 // benchToolDefs are the catalog entries a worker serving benchTools
 // publishes, for measurements that run a front end without a worker.
-func benchToolDefs() []taskstate.ToolDef {
-	var defs []taskstate.ToolDef
+func benchToolDefs() []catalog.Entry {
+	var defs []catalog.Entry
 	for i, t := range benchTools(&counter{}) {
-		defs = append(defs, taskstate.ToolDef{
+		defs = append(defs, catalog.Entry{
 			Tool:   proto.Tool{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Policy: t.Policy, Queue: worker.DefaultQueue, Order: i + 1,
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // roundTrips counts what a client sends: single commands and pipelines.
@@ -154,7 +155,7 @@ func TestCreateWakesTheJobsQueue(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newCaptureEnv(t, b)
-		hub := taskstate.NewHub(b.Client)
+		hub := events.NewHub(b.Client)
 		defer hub.Close()
 		wake, err := hub.Subscribe(ctx(t), queue.Keys{Prefix: b.Prefix}.Wake("default"))
 		if err != nil {
@@ -183,7 +184,7 @@ func TestWakingClientWakesTheJobsQueue(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newCaptureEnv(t, b)
 		enq := queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix})
-		hub := taskstate.NewHub(b.Client)
+		hub := events.NewHub(b.Client)
 		defer hub.Close()
 		wake, err := hub.Subscribe(ctx(t), queue.Keys{Prefix: b.Prefix}.Wake("default"))
 		if err != nil {

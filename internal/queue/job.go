@@ -27,7 +27,7 @@ const Type = "mcpq:run"
 type Job struct {
 	// Ref names the task.
 	Ref taskstate.Ref
-	// Tool is the catalog key of the task's tool (taskstate.ToolDef.Key), so
+	// Tool is the catalog key of the task's tool (catalog.Entry.Key), so
 	// a worker that does not serve it hands the job back without reading
 	// the record. Empty in a job enqueued before jobs carried it.
 	Tool string

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // The asynq servers a worker runs: their queues, their Redis clients
@@ -25,7 +25,7 @@ type ServeConfig struct {
 	// Keys names the queues and their wake channels.
 	Keys Keys
 	// Hub carries the wake-ups of the queues served.
-	Hub *taskstate.Hub
+	Hub *events.Hub
 	// Groups are the servers, one per group: asynq has one concurrency
 	// per server, so a group's burst never takes another group's slots.
 	Groups []Group
@@ -170,7 +170,7 @@ func (s *Servers) release() {
 // listenWakes subscribes to the wake channel of every queue the waiters
 // serve (ctx bounds the wait for each confirmation) and passes each
 // wake-up to its queue's waiter until done ends. A resubscription after a
-// lost connection (EventResync) wakes too: what was published meanwhile
+// lost connection (events.Resync) wakes too: what was published meanwhile
 // is gone.
 func (s *Servers) listenWakes(ctx, done context.Context, cfg ServeConfig) error {
 	for _, wt := range s.waiters {

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // The wake path (dequeue.go). These servers poll once an hour: a hold
@@ -36,7 +37,7 @@ type served struct {
 
 // serve starts servers polling every interval; ran receives name for
 // each job they deliver.
-func serve(t *testing.T, b *redistest.Backend, hub *taskstate.Hub, name string, interval time.Duration, ran chan<- string) *served {
+func serve(t *testing.T, b *redistest.Backend, hub *events.Hub, name string, interval time.Duration, ran chan<- string) *served {
 	t.Helper()
 	s := &served{}
 	srvs, err := queue.Serve(ctx(t), queue.ServeConfig{Redis: b.Client, Keys: queue.Keys{Prefix: b.Prefix}, Hub: hub,
@@ -110,7 +111,7 @@ func TestWakeDeliversWithoutPolling(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newCaptureEnv(t, b)
-		hub := taskstate.NewHub(b.Client)
+		hub := events.NewHub(b.Client)
 		t.Cleanup(func() { _ = hub.Close() })
 		ran := make(chan string, 4)
 		s := serve(t, b, hub, "s", noPoll, ran)
@@ -128,7 +129,7 @@ func TestWakeDeliversWithoutPolling(t *testing.T) {
 func TestWakeLostStillPolled(t *testing.T) {
 	t.Parallel()
 	b := redistest.Mini(t)
-	hub := taskstate.NewHub(b.Client)
+	hub := events.NewHub(b.Client)
 	t.Cleanup(func() { _ = hub.Close() })
 	ran := make(chan string, 1)
 	s := serve(t, b, hub, "s", 10*time.Millisecond, ran)
@@ -149,7 +150,7 @@ func TestWakeServerStoppedWhileHolding(t *testing.T) {
 	t.Parallel()
 	b := redistest.Mini(t)
 	e := newCaptureEnv(t, b)
-	hub := taskstate.NewHub(b.Client)
+	hub := events.NewHub(b.Client)
 	t.Cleanup(func() { _ = hub.Close() })
 	ran := make(chan string, 2)
 	a := serve(t, b, hub, "a", noPoll, ran)
@@ -166,7 +167,7 @@ func TestWakeServerStoppedWhileHolding(t *testing.T) {
 func TestWakeStopWhileHoldingIsPrompt(t *testing.T) {
 	t.Parallel()
 	b := redistest.Mini(t)
-	hub := taskstate.NewHub(b.Client)
+	hub := events.NewHub(b.Client)
 	t.Cleanup(func() { _ = hub.Close() })
 	s := serve(t, b, hub, "s", noPoll, make(chan string))
 	s.holdingNow(t)
@@ -181,7 +182,7 @@ func TestWakeAfterRedisRestart(t *testing.T) {
 	t.Parallel()
 	p := redistest.StartPrivate(t)
 	e := newCaptureEnv(t, p.Backend)
-	hub := taskstate.NewHub(p.Client)
+	hub := events.NewHub(p.Client)
 	t.Cleanup(func() { _ = hub.Close() })
 	ran := make(chan string, 2)
 	s := serve(t, p.Backend, hub, "s", noPoll, ran)

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -84,7 +85,7 @@ var errSlowStop = fmt.Errorf("returned more than %v after its context ended", Bo
 type Env struct {
 	Store *taskstate.Store
 	Jobs  *queue.Client
-	Hub   *taskstate.Hub
+	Hub   *events.Hub
 	*Running
 }
 
@@ -101,7 +102,7 @@ func Start(t testing.TB, b *redistest.Backend, build func(ctx context.Context, c
 		t.Fatalf("build worker: %v", err)
 	}
 	e := &Env{Store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix}),
-		Jobs: queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix}), Hub: taskstate.NewHub(b.Client)}
+		Jobs: queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix}), Hub: events.NewHub(b.Client)}
 	t.Cleanup(func() { e.Hub.Close() })
 	e.Running = Run(t, w)
 	return e
@@ -111,7 +112,7 @@ func Start(t testing.TB, b *redistest.Backend, build func(ctx context.Context, c
 // anything could publish on them.
 type Task struct {
 	Ref taskstate.Ref
-	Sub *taskstate.Subscription
+	Sub *events.Subscription
 	// Tool is the task's catalog key, which its jobs carry.
 	Tool string
 }

@@ -145,7 +145,7 @@ local function look_at(id, due)
 end
 
 -- announce: the one event format of a state change, published on the
--- task's events channel; taskstate/events.go's DecodeEvent reads it:
+-- task's events channel; taskstate/events/event.go's Decode reads it:
 -- {"version": n, "status": s, "statusMessage": m, "lastUpdatedAt": "ms", "cancel": "1"?,
 --  "result": {...}?}
 -- A script that writes the new state itself (with 'version' = v, the

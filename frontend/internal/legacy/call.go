@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // Call is one request of the era in flight. Its exported methods are what
@@ -47,7 +48,7 @@ func (c *Call) Held(ctx context.Context, ref taskstate.Ref) {
 // is new to it: a statusMessage goes out as notifications/progress (the
 // era's client has no tasks/get to read it from), and a watched task's
 // state as notifications/tasks/status.
-func (c *Call) State(ev taskstate.Event) {
+func (c *Call) State(ev events.Event) {
 	if ev.Status == proto.StatusWorking && ev.StatusMessage != "" {
 		c.statusProgress(ev.StatusMessage)
 	}
@@ -60,7 +61,7 @@ func (c *Call) State(ev taskstate.Event) {
 // goes to the client as a server-to-client request on the call's stream,
 // and the call is held (until wait has passed since start) while the
 // answers come back (input.go).
-func (c *Call) AskInput(ctx context.Context, sub *taskstate.Subscription, rec *taskstate.Record, start time.Time,
+func (c *Call) AskInput(ctx context.Context, sub *events.Subscription, rec *taskstate.Record, start time.Time,
 	wait time.Duration) (any, error) {
 	rec, err := c.relayInput(ctx, sub, rec, start, wait)
 	if err != nil {
@@ -97,7 +98,7 @@ func (c *Call) statusProgress(msg string) {
 
 // taskStatus sends a watched task's new state (notifications/tasks/status,
 // the full task) on the request's stream.
-func (c *Call) taskStatus(ev taskstate.Event) {
+func (c *Call) taskStatus(ev events.Event) {
 	rec := *c.watched
 	rec.Status, rec.StatusMessage, rec.LastUpdatedAt = ev.Status, ev.StatusMessage, ev.LastUpdatedAt
 	c.req.Notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: NotifyTaskStatus, Params: TaskOf(rec.Task())})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // The era's requests (docs/eras.md, "Which era a request is in"): an
@@ -39,7 +40,7 @@ type Config struct {
 	Host Host
 	// Tasks is the task store; Hub its pub/sub.
 	Tasks *taskstate.Store
-	Hub   *taskstate.Hub
+	Hub   *events.Hub
 	// Sessions is the era's own store.
 	Sessions *Store
 	// SessionIdle is how long a session lives without a request.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // Host is the modern front end the era runs on: what it asks of package
@@ -35,8 +37,8 @@ type Host interface {
 	Open(w http.ResponseWriter, r *http.Request, principal string) Request
 	// Catalog lists the catalog's entries; Entry finds one by name (nil:
 	// no such entry).
-	Catalog(ctx context.Context) ([]taskstate.ToolDef, error)
-	Entry(ctx context.Context, name string) (*taskstate.ToolDef, error)
+	Catalog(ctx context.Context) ([]catalog.Entry, error)
+	Entry(ctx context.Context, name string) (*catalog.Entry, error)
 	// Serve runs req's method as the modern era serves it, with the _meta
 	// req uses, and stamps the result with the server's _meta.
 	Serve(ctx context.Context, req Request) (any, error)
@@ -110,7 +112,7 @@ type Request interface {
 	// Await waits up to d for the task at ref to end or ask for input,
 	// woken by sub, relaying the task's notifications meanwhile; with
 	// resultOnly an event carrying the result ends it without a read.
-	Await(ctx context.Context, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration,
+	Await(ctx context.Context, sub *events.Subscription, ref taskstate.Ref, d time.Duration,
 		resultOnly bool) (*taskstate.Record, error)
 	// WatchAuth watches the request's credentials while ctx is open: the
 	// context it returns ends once they are revoked; stop ends the watch.

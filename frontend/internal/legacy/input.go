@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // Input for a call held open (2025-11-25): each input request of
@@ -41,7 +42,7 @@ func parseInputRequestID(id string) (taskID, key string, ok bool) {
 // the call's stream, and keeps holding the call (until wait has passed
 // since start) while the answers come back; it returns the task once it
 // ended.
-func (c *Call) relayInput(ctx context.Context, sub *taskstate.Subscription, rec *taskstate.Record,
+func (c *Call) relayInput(ctx context.Context, sub *events.Subscription, rec *taskstate.Record,
 	start time.Time, wait time.Duration) (*taskstate.Record, error) {
 	ref := rec.Ref
 	asked := c.asked

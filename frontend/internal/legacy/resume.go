@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // Resumable SSE streams of a session (2025-11-25 Streamable HTTP,
@@ -262,7 +263,7 @@ func validRequestID(id json.RawMessage) bool {
 // watchAgain waits for a resumed tasks/result's task as taskResult did:
 // its status changes and input requests, then its result. sent is the
 // last status the stream carried; a change since goes out first.
-func (c *Call) watchAgain(ctx context.Context, sub *taskstate.Subscription, ref taskstate.Ref, sent Task) (any, error) {
+func (c *Call) watchAgain(ctx context.Context, sub *events.Subscription, ref taskstate.Ref, sent Task) (any, error) {
 	rec, err := c.era.tasks.Get(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -277,7 +278,7 @@ func (c *Call) watchAgain(ctx context.Context, sub *taskstate.Subscription, ref 
 // holdAgain holds a resumed call as the front end held it: until the task
 // ends (its result) or asks for input (relayed), up to the sync wait
 // limit.
-func (c *Call) holdAgain(ctx context.Context, sub *taskstate.Subscription, ref taskstate.Ref) (any, error) {
+func (c *Call) holdAgain(ctx context.Context, sub *events.Subscription, ref taskstate.Ref) (any, error) {
 	rec, err := c.era.tasks.Get(ctx, ref)
 	if err != nil {
 		return nil, err

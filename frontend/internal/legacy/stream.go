@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // A session's standalone stream (GET /mcp with Mcp-Session-Id,
@@ -106,8 +108,8 @@ type getStreamOf struct {
 	req     Request
 	sess    *Session
 	stream  string // its name (getStream and an id)
-	lists   *taskstate.Subscription
-	updates *taskstate.Subscription
+	lists   *events.Subscription
+	updates *events.Subscription
 	tasks   *sessionTasks
 	sent    map[string]string // task id -> the state last sent
 	held    bool              // the stream took the session's hold (close gives it up)
@@ -117,7 +119,7 @@ type getStreamOf struct {
 // session's GET stream (2025-11-25: a message goes on one stream only: the
 // newest opened, until it closes).
 func (g *getStreamOf) open(ctx context.Context) error {
-	e, keys := g.era, g.era.tasks.Keys()
+	e, keys := g.era, g.era.tasks.Catalog().Keys()
 	var err error
 	if g.lists, err = e.cfg.Hub.Subscribe(ctx, keys.Lists()); err != nil {
 		return err
@@ -178,7 +180,7 @@ func (g *getStreamOf) run(ctx context.Context) {
 		case v := <-g.lists.C:
 			g.listChanged(ctx, v)
 		case uri := <-g.updates.C:
-			if uri == taskstate.EventResync {
+			if uri == events.Resync {
 				continue // which resources changed is unknown; list_changed on lists covers the catalog
 			}
 			if ok, err := e.store.Subscribed(ctx, g.sess.Owner, g.sess.ID, uri); err == nil && ok && g.mine(ctx) {
@@ -218,14 +220,14 @@ func (g *getStreamOf) listChanged(ctx context.Context, v string) {
 	if !g.mine(ctx) {
 		return
 	}
-	resync := v == taskstate.EventResync
-	if resync || v == taskstate.ListTools {
+	resync := v == events.Resync
+	if resync || v == catalog.ListTools {
 		g.send(proto.NotifyToolsListChanged, map[string]any{})
 	}
-	if resync || v == taskstate.ListPrompts {
+	if resync || v == catalog.ListPrompts {
 		g.send(proto.NotifyPromptsListChanged, map[string]any{})
 	}
-	if resync || v == taskstate.ListResources {
+	if resync || v == catalog.ListResources {
 		g.send(proto.NotifyResourcesChanged, map[string]any{})
 	}
 }
@@ -307,7 +309,7 @@ func (e *Era) followSessionTasks(ctx context.Context, sess *Session) (*sessionTa
 			for {
 				select {
 				case payload := <-sub.C:
-					ev := taskstate.DecodeEvent(payload)
+					ev := events.Decode(payload)
 					if !ev.Resync && (ev.Version == 0 || ev.Status == "") {
 						continue // a worker's notification: not a state change
 					}
@@ -333,7 +335,7 @@ func (e *Era) followSessionTasks(ctx context.Context, sess *Session) (*sessionTa
 		for {
 			select {
 			case id := <-created.C:
-				if id != taskstate.EventResync {
+				if id != events.Resync {
 					follow(id, true)
 				}
 			case <-ctx.Done():

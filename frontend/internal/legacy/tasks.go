@@ -8,6 +8,8 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // The 2025-11-25 tasks utility (experimental in that revision) on the same
@@ -37,7 +39,7 @@ func (e *Era) listTools(ctx context.Context) (any, error) {
 	}
 	tools := []Tool{}
 	for _, d := range defs {
-		if d.Kind == taskstate.KindTool {
+		if d.Kind == catalog.KindTool {
 			tools = append(tools, Tool{Tool: d.Tool, Execution: &ToolExecution{TaskSupport: taskSupport(d.Policy)}})
 		}
 	}
@@ -104,7 +106,7 @@ func (c *Call) taskNow(ctx context.Context, name string, raw json.RawMessage) er
 	if err != nil {
 		return err
 	}
-	if def != nil && def.Kind == taskstate.KindTool && def.Policy == proto.PolicySync {
+	if def != nil && def.Kind == catalog.KindTool && def.Policy == proto.PolicySync {
 		return proto.NewError(proto.CodeMethodNotFound, "Method not found: tool %s does not run as a task (execution.taskSupport forbidden)", name)
 	}
 	c.req.TaskNow(ttl)
@@ -221,7 +223,7 @@ func (c *Call) observe() {
 
 // awaitTaskResult is the wait of a tasks/result from rec on, and its
 // answer: the task's result, with its related-task _meta.
-func (c *Call) awaitTaskResult(ctx context.Context, sub *taskstate.Subscription, rec *taskstate.Record) (any, error) {
+func (c *Call) awaitTaskResult(ctx context.Context, sub *events.Subscription, rec *taskstate.Record) (any, error) {
 	ref := rec.Ref
 	start, wait := time.Now(), c.era.cfg.SyncWaitLimit
 	c.req.Shown(rec.Version) // its state went out: an event for it or older is stale

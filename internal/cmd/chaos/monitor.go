@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // The observer reads Redis's MONITOR feed: every command Redis executes, in
@@ -127,7 +127,7 @@ func (o *observer) line(s string) error {
 	case cmd == "PUBLISH" && len(args) == 3:
 		if id, ok := o.id(args[1], ":events:"); ok {
 			t := o.task(id)
-			ev := taskstate.DecodeEvent(args[2])
+			ev := events.Decode(args[2])
 			switch {
 			case ev.Status.Terminal():
 				t.endings = append(t.endings, ending{string(ev.Status), at})

@@ -73,7 +73,7 @@ func TestTools(t *testing.T) {
 	if rec := e.terminal(t, e.call(t, "greet", `{"name":"x"}`)); rec.Status != proto.StatusCompleted {
 		t.Fatalf("greet ended %s", rec.Status)
 	}
-	defs, err := e.Store.Tools(context.Background())
+	defs, err := e.Store.Catalog().Entries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

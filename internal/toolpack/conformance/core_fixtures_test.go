@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // TestFixturesCatalog: Register publishes every fixture the suite calls by
@@ -20,11 +21,11 @@ func TestFixturesCatalog(t *testing.T) {
 	e := fxStart(t)
 	// A finished job shows the worker ran, so it published the catalog.
 	toolResult(t, e.terminal(t, e.run(t, "test_simple_text", `{}`, capsNone)))
-	defs, err := e.store.Tools(context.Background())
+	defs, err := e.store.Catalog().Entries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKey := map[string]taskstate.ToolDef{}
+	byKey := map[string]catalog.Entry{}
 	for _, d := range defs {
 		byKey[d.Key()] = d
 	}
@@ -55,7 +56,7 @@ func TestFixturesCatalog(t *testing.T) {
 	}
 	nTools := 0
 	for _, d := range defs {
-		if d.Kind == taskstate.KindTool {
+		if d.Kind == catalog.KindTool {
 			nTools++
 		}
 	}
@@ -105,28 +106,28 @@ func TestFixturesCatalog(t *testing.T) {
 
 	for _, p := range []string{"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
 		"test_prompt_with_image", "test_input_required_result_prompt"} {
-		d, ok := byKey[taskstate.EntryKey(taskstate.KindPrompt, p)]
+		d, ok := byKey[catalog.EntryKey(catalog.KindPrompt, p)]
 		if !ok || d.Prompt == nil || d.Prompt.Description == "" {
 			t.Errorf("prompt %s missing or without description (%+v)", p, d.Prompt)
 		}
 	}
-	if a := byKey[taskstate.EntryKey(taskstate.KindPrompt, "test_prompt_with_arguments")].Prompt; a == nil ||
+	if a := byKey[catalog.EntryKey(catalog.KindPrompt, "test_prompt_with_arguments")].Prompt; a == nil ||
 		len(a.Arguments) != 2 || !a.Arguments[0].Required || !a.Arguments[1].Required {
 		t.Errorf("test_prompt_with_arguments: arguments %+v, want arg1 and arg2 required", a)
 	}
 	for _, uri := range []string{"test://static-text", "test://static-binary", "test://watched-resource"} {
-		d, ok := byKey[taskstate.EntryKey(taskstate.KindResource, uri)]
+		d, ok := byKey[catalog.EntryKey(catalog.KindResource, uri)]
 		if !ok || d.Resource == nil || d.Resource.Name == "" || d.Resource.Description == "" || d.Resource.MimeType == "" {
 			t.Errorf("resource %s missing or incomplete (%+v)", uri, d.Resource)
 		}
 	}
-	if d, ok := byKey[taskstate.EntryKey(taskstate.KindTemplate, "test://template/{id}/data")]; !ok || d.Template.Name == "" {
+	if d, ok := byKey[catalog.EntryKey(catalog.KindTemplate, "test://template/{id}/data")]; !ok || d.Template.Name == "" {
 		t.Errorf("template missing or without a name")
 	}
 	// Store.Tools leaves out the completion entry (it has no name), so read
 	// the published catalog field itself.
-	if err := e.rdb.HGet(context.Background(), e.store.Keys().Catalog(),
-		taskstate.EntryKey(taskstate.KindCompletion, "")).Err(); err != nil {
+	if err := e.rdb.HGet(context.Background(), e.store.Catalog().Keys().Entries(),
+		catalog.EntryKey(catalog.KindCompletion, "")).Err(); err != nil {
 		t.Errorf("no completion handler published: %v", err)
 	}
 }
@@ -134,8 +135,8 @@ func TestFixturesCatalog(t *testing.T) {
 // TestFixturesResults runs every fixture that answers without input.
 func TestFixturesResults(t *testing.T) {
 	t.Parallel()
-	prompt := func(n string) string { return taskstate.EntryKey(taskstate.KindPrompt, n) }
-	resource := func(u string) string { return taskstate.EntryKey(taskstate.KindResource, u) }
+	prompt := func(n string) string { return catalog.EntryKey(catalog.KindPrompt, n) }
+	resource := func(u string) string { return catalog.EntryKey(catalog.KindResource, u) }
 	cases := []struct {
 		name, key, args, caps string
 		check                 func(t *testing.T, rec *taskstate.Record)
@@ -230,7 +231,7 @@ func TestFixturesResults(t *testing.T) {
 			}
 			checkPNG(t, proto.Content{Type: "image", MimeType: c.MimeType, Data: *c.Blob})
 		}},
-		{"template", taskstate.EntryKey(taskstate.KindTemplate, "test://template/{id}/data"),
+		{"template", catalog.EntryKey(catalog.KindTemplate, "test://template/{id}/data"),
 			`{"uri":"test://template/123/data","variables":{"id":"123"}}`, capsNone, func(t *testing.T, rec *taskstate.Record) {
 				res := readResult(t, rec)
 				c := res.Contents[0]
@@ -239,13 +240,13 @@ func TestFixturesResults(t *testing.T) {
 					t.Errorf("contents %+v", res.Contents)
 				}
 			}},
-		{"completion", taskstate.EntryKey(taskstate.KindCompletion, ""),
+		{"completion", catalog.EntryKey(catalog.KindCompletion, ""),
 			`{"ref":{"type":"ref/prompt","name":"test_prompt_with_arguments"},"argument":{"name":"arg1","value":"PAR"},"context":null}`,
 			capsNone, wantCompletion(`{"values":["paris","park","party"],"total":3}`)},
-		{"completion of an unknown argument", taskstate.EntryKey(taskstate.KindCompletion, ""),
+		{"completion of an unknown argument", catalog.EntryKey(catalog.KindCompletion, ""),
 			`{"ref":{"type":"ref/resource","uri":"test://template/{id}/data"},"argument":{"name":"nope","value":""},"context":null}`,
 			capsNone, wantCompletion(`{"values":[]}`)},
-		{"completion with a bad ref", taskstate.EntryKey(taskstate.KindCompletion, ""),
+		{"completion with a bad ref", catalog.EntryKey(catalog.KindCompletion, ""),
 			`{"ref":{"type":"ref/tool","name":"x"},"argument":{"name":"arg1","value":""},"context":null}`,
 			capsNone, func(t *testing.T, rec *taskstate.Record) { failedWith(t, rec, proto.CodeInvalidParams) }},
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -35,7 +36,7 @@ type fxEnv struct {
 	*workertest.Env
 	rdb   redis.UniversalClient
 	store *taskstate.Store
-	hub   *taskstate.Hub
+	hub   *events.Hub
 }
 
 func fxStart(t *testing.T) *fxEnv {
@@ -56,13 +57,13 @@ func fxStart(t *testing.T) *fxEnv {
 type fxTask struct {
 	*workertest.Task
 	ref taskstate.Ref
-	sub *taskstate.Subscription
+	sub *events.Subscription
 	// notes are the notifications (progress, log) the worker published.
 	notes []proto.Request
 }
 
 // run creates a task for the catalog entry key (a tool name, or
-// taskstate.EntryKey of a prompt, resource, template or the completer),
+// catalog.EntryKey of a prompt, resource, template or the completer),
 // subscribes to its events and enqueues its job.
 func (e *fxEnv) run(t *testing.T, key, args, caps string) *fxTask {
 	t.Helper()
@@ -88,7 +89,7 @@ func (e *fxEnv) await(t *testing.T, tk *fxTask, what string, ok func(*taskstate.
 // note keeps ev when it is a notification.
 func (tk *fxTask) note(t *testing.T, ev string) {
 	t.Helper()
-	raw := taskstate.DecodeEvent(ev).Notification
+	raw := events.Decode(ev).Notification
 	if raw == "" {
 		return
 	}
@@ -110,7 +111,7 @@ func (e *fxEnv) drain(t *testing.T, tk *fxTask) *taskstate.Record {
 	for {
 		select {
 		case ev := <-tk.sub.C:
-			decoded := taskstate.DecodeEvent(ev)
+			decoded := events.Decode(ev)
 			if decoded.Notification != "" {
 				tk.note(t, ev)
 				continue

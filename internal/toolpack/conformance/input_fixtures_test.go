@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // Answers the tests give, in the shapes clients send.
@@ -93,7 +94,7 @@ func TestFixturesInput(t *testing.T) {
 				map[string]string{"user_name": elicitation, "greeting": proto.MethodCreateMessage, "client_roots": proto.MethodListRoots},
 				map[string]string{"user_name": acceptAlice, "greeting": samplingParis, "client_roots": rootsOne}}},
 			check: wantText("Capability-aware input requests fulfilled: user_name, greeting, client_roots")},
-		{name: "prompt", key: taskstate.EntryKey(taskstate.KindPrompt, "test_input_required_result_prompt"), args: `null`, caps: capsAll,
+		{name: "prompt", key: catalog.EntryKey(catalog.KindPrompt, "test_input_required_result_prompt"), args: `null`, caps: capsAll,
 			rounds: []round{{map[string]string{"user_context": elicitation},
 				map[string]string{"user_context": `{"action":"accept","content":{"context":"test context"}}`}}},
 			check: wantMessages(`[{"role":"user","content":{"type":"text","text":"Context: test context"}}]`)},
@@ -279,14 +280,14 @@ func TestFixturesListChanged(t *testing.T) {
 	t.Parallel()
 	e := fxStart(t)
 	ctx := context.Background()
-	lists, err := e.hub.Subscribe(ctx, e.store.Keys().Lists())
+	lists, err := e.hub.Subscribe(ctx, e.store.Catalog().Keys().Lists())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lists.Close()
 	for _, tc := range []struct{ tool, list, key string }{
-		{"test_trigger_tool_change", taskstate.ListTools, "_list_changed_probe"},
-		{"test_trigger_prompt_change", taskstate.ListPrompts, taskstate.EntryKey(taskstate.KindPrompt, "_list_changed_probe_prompt")},
+		{"test_trigger_tool_change", catalog.ListTools, "_list_changed_probe"},
+		{"test_trigger_prompt_change", catalog.ListPrompts, catalog.EntryKey(catalog.KindPrompt, "_list_changed_probe_prompt")},
 	} {
 		for i := range 2 { // every call announces, also when the entry exists
 			toolResult(t, e.terminal(t, e.run(t, tc.tool, `{}`, capsNone)))
@@ -299,7 +300,7 @@ func TestFixturesListChanged(t *testing.T) {
 				t.Fatalf("%s call %d announced nothing", tc.tool, i)
 			}
 		}
-		defs, err := e.store.Tools(ctx)
+		defs, err := e.store.Catalog().Entries(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +308,7 @@ func TestFixturesListChanged(t *testing.T) {
 		for _, d := range defs {
 			if d.Key() == tc.key {
 				found = true
-				if d.Kind == taskstate.KindTool && (d.Tool.Description == "" || d.Policy != proto.PolicySync) {
+				if d.Kind == catalog.KindTool && (d.Tool.Description == "" || d.Policy != proto.PolicySync) {
 					t.Errorf("probe tool %+v", d)
 				}
 			}
@@ -318,14 +319,14 @@ func TestFixturesListChanged(t *testing.T) {
 	}
 	wantText("The list-change probe did nothing.")(t, e.terminal(t, e.run(t, "_list_changed_probe", `{}`, capsNone)))
 	wantMessages(`[{"role":"user","content":{"type":"text","text":"The list-change probe prompt."}}]`)(t,
-		e.terminal(t, e.run(t, taskstate.EntryKey(taskstate.KindPrompt, "_list_changed_probe_prompt"), `null`, capsNone)))
+		e.terminal(t, e.run(t, catalog.EntryKey(catalog.KindPrompt, "_list_changed_probe_prompt"), `null`, capsNone)))
 }
 
 // TestFixturesWatchedResource: the watched resource is announced as updated.
 func TestFixturesWatchedResource(t *testing.T) {
 	t.Parallel()
 	e := fxStart(t)
-	updates, err := e.hub.Subscribe(context.Background(), e.store.Keys().ResourceUpdates())
+	updates, err := e.hub.Subscribe(context.Background(), e.store.Catalog().Keys().ResourceUpdates())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package taskstate_test
+package catalog_test
 
 import (
 	"slices"
@@ -7,7 +7,8 @@ import (
 
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // TestServing: the catalog follows live workers. Heartbeats extend an
@@ -17,16 +18,32 @@ func TestServing(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b)
-		lists := subscribe(t, newHub(t, b), e.s.Keys().Lists())
-		prompt := taskstate.ToolDef{Kind: taskstate.KindPrompt, Prompt: &proto.Prompt{Name: "p"}, Queue: "cpu"}
-		defs := []taskstate.ToolDef{{Tool: tool("render", "gpu tool"), Queue: "gpu"},
+		hub := events.NewHub(b.Client)
+		t.Cleanup(func() { _ = hub.Close() })
+		lists, err := hub.Subscribe(ctx(t), e.c.Keys().Lists())
+		if err != nil {
+			t.Fatalf("Subscribe: %v", err)
+		}
+		t.Cleanup(lists.Close)
+		recv := func(t *testing.T, s *events.Subscription) string {
+			t.Helper()
+			select {
+			case p := <-s.C:
+				return p
+			case <-time.After(5 * time.Second):
+				t.Fatal("no announcement within 5s")
+				return ""
+			}
+		}
+		prompt := catalog.Entry{Kind: catalog.KindPrompt, Prompt: &proto.Prompt{Name: "p"}, Queue: "cpu"}
+		defs := []catalog.Entry{{Tool: tool("render", "gpu tool"), Queue: "gpu"},
 			{Tool: tool("echo", "cpu tool"), Queue: "cpu"}, prompt}
-		if err := e.s.PublishTools(ctx(t), defs); err != nil {
-			t.Fatalf("PublishTools: %v", err)
+		if err := e.c.Publish(ctx(t), defs); err != nil {
+			t.Fatalf("Publish: %v", err)
 		}
 		served := func(t *testing.T) map[string]bool {
 			t.Helper()
-			got, err := e.s.Tools(ctx(t))
+			got, err := e.c.Entries(ctx(t))
 			if err != nil {
 				t.Fatalf("Tools: %v", err)
 			}
@@ -36,11 +53,11 @@ func TestServing(t *testing.T) {
 			}
 			return m
 		}
-		serve := func(t *testing.T, until time.Duration, keys ...string) taskstate.ServingChange {
+		serve := func(t *testing.T, until time.Duration, keys ...string) catalog.ServingChange {
 			t.Helper()
-			ch, err := e.s.ServeEntries(ctx(t), keys, e.clock.Now().Add(until))
+			ch, err := e.c.Serve(ctx(t), keys, e.clock.Now().Add(until))
 			if err != nil {
-				t.Fatalf("ServeEntries(%v): %v", keys, err)
+				t.Fatalf("Serve(%v): %v", keys, err)
 			}
 			return ch
 		}
@@ -53,15 +70,15 @@ func TestServing(t *testing.T) {
 		t.Run("first heartbeat adds and announces", func(t *testing.T) {
 			ch := serve(t, 15*time.Second, "render")
 			if !slices.Equal(ch.Added, []string{"render"}) || len(ch.Expired) != 0 ||
-				!slices.Equal(ch.Announced, []string{taskstate.ListTools}) {
+				!slices.Equal(ch.Announced, []string{catalog.ListTools}) {
 				t.Fatalf("change %+v", ch)
 			}
-			if got := recv(t, lists); got != taskstate.ListTools {
+			if got := recv(t, lists); got != catalog.ListTools {
 				t.Fatalf("Lists got %q", got)
 			}
 			ch = serve(t, 15*time.Second, "echo", "prompt:p")
 			if !slices.Equal(ch.Added, []string{"echo", "prompt:p"}) ||
-				!slices.Equal(ch.Announced, []string{taskstate.ListTools, taskstate.ListPrompts}) {
+				!slices.Equal(ch.Announced, []string{catalog.ListTools, catalog.ListPrompts}) {
 				t.Fatalf("change %+v", ch)
 			}
 			if m := served(t); !m["render"] || !m["echo"] || !m["prompt:p"] {
@@ -86,18 +103,18 @@ func TestServing(t *testing.T) {
 			if m := served(t); m["render"] || !m["echo"] || !m["prompt:p"] {
 				t.Fatalf("served %v, want render gone", m)
 			}
-			ch, err := e.s.SweepServing(ctx(t))
+			ch, err := e.c.Sweep(ctx(t))
 			if err != nil {
-				t.Fatalf("SweepServing: %v", err)
+				t.Fatalf("Sweep: %v", err)
 			}
 			if !slices.Equal(ch.Expired, []string{"render"}) || len(ch.Added) != 0 ||
-				!slices.Equal(ch.Announced, []string{taskstate.ListTools}) {
+				!slices.Equal(ch.Announced, []string{catalog.ListTools}) {
 				t.Fatalf("sweep %+v", ch)
 			}
-			if ch, _ := e.s.SweepServing(ctx(t)); len(ch.Expired)+len(ch.Announced) != 0 {
+			if ch, _ := e.c.Sweep(ctx(t)); len(ch.Expired)+len(ch.Announced) != 0 {
 				t.Fatalf("second sweep %+v: a change announced twice", ch)
 			}
-			if n, _ := b.Client.ZScore(ctx(t), e.s.Keys().Serving(), "render").Result(); n != 0 {
+			if n, _ := b.Client.ZScore(ctx(t), e.c.Keys().Serving(), "render").Result(); n != 0 {
 				t.Fatalf("render still in the serving set (%v)", n)
 			}
 		})
@@ -110,7 +127,7 @@ func TestServing(t *testing.T) {
 			}
 		})
 		t.Run("completions announce no list", func(t *testing.T) {
-			key := taskstate.EntryKey(taskstate.KindCompletion, "")
+			key := catalog.EntryKey(catalog.KindCompletion, "")
 			if ch := serve(t, time.Second, key); !slices.Equal(ch.Added, []string{key}) || len(ch.Announced) != 0 {
 				t.Fatalf("change %+v", ch)
 			}

@@ -1,4 +1,4 @@
-package taskstate
+package events
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 //
 // Payloads can still be lost in two ways, and neither is silent: when the
 // connection breaks, go-redis reconnects and subscribes every channel again,
-// and the hub then delivers EventResync on each (whatever was published
+// and the hub then delivers Resync on each (whatever was published
 // during the outage is gone); and a subscription whose reader falls behind
-// by more than its buffer gets EventResync in place of what it held. A
-// reader treats EventResync as "read the record again".
+// by more than its buffer gets Resync in place of what it held. A
+// reader treats Resync as "read the record again".
 type Hub struct {
 	ps *redis.PubSub
 	// cmdMu orders SUBSCRIBE/UNSUBSCRIBE on the wire as the map changes that
@@ -34,7 +34,7 @@ type hubChannel struct {
 }
 
 // Subscription receives the payloads published on one channel, in order. A
-// reader that falls a full buffer behind finds EventResync followed by the
+// reader that falls a full buffer behind finds Resync followed by the
 // newest payload instead of what it missed.
 type Subscription struct {
 	// C delivers payloads.
@@ -71,7 +71,7 @@ func (h *Hub) run() {
 					close(hc.ready)
 				} else { // subscribed again after a reconnect
 					for s := range hc.listeners {
-						s.deliver(EventResync)
+						s.deliver(Resync)
 					}
 				}
 			}
@@ -103,8 +103,8 @@ func (s *Subscription) deliver(payload string) {
 		default:
 		}
 	}
-	s.c <- EventResync
-	if payload != EventResync {
+	s.c <- Resync
+	if payload != Resync {
 		s.c <- payload
 	}
 }

@@ -1,4 +1,10 @@
-package taskstate
+// Package catalog is mcpq's shared catalog in Redis: the entries workers
+// publish (tools, prompts, resources, resource templates, completion
+// handlers), which of them a live worker serves now, and the announcements
+// front ends follow when either changes. Its key names are built in
+// keys.go; its one script is serving.lua. A taskstate.Store hands out the
+// Catalog of its Redis and prefix (Store.Catalog).
+package catalog
 
 import (
 	"context"
@@ -12,7 +18,7 @@ import (
 	"github.com/mcpq/mcpq/proto"
 )
 
-// UnlimitedTTL in ToolDef.TTLMs asks for tasks without expiry (ttlMs null),
+// UnlimitedTTL in Entry.TTLMs asks for tasks without expiry (ttlMs null),
 // where the front end allows it.
 const UnlimitedTTL = -1
 
@@ -28,9 +34,9 @@ const (
 	KindCompletion = "completion"
 )
 
-// ToolDef is a catalog entry as workers publish it and front ends serve it:
+// Entry is a catalog entry as workers publish it and front ends serve it:
 // a tool, or a prompt, resource, resource template or completion handler.
-type ToolDef struct {
+type Entry struct {
 	// Kind is KindTool (empty) or one of the other kinds.
 	Kind string `json:"kind,omitempty"`
 	// Tool is the tools/list entry (KindTool).
@@ -52,7 +58,7 @@ type ToolDef struct {
 	PollIntervalMs int64 `json:"pollIntervalMs,omitempty"`
 	// Queue is the asynq queue the tool's workers serve.
 	Queue string `json:"queue"`
-	// Price is what a call reserves where billing is on (proto.Price; billing.go); nil:
+	// Price is what a call reserves where billing is on (proto.Price); nil:
 	// the tool is free.
 	Price *proto.Price `json:"price,omitempty"`
 	// Order is the entry's registration rank in its worker; listings are
@@ -67,12 +73,12 @@ type ToolDef struct {
 }
 
 // Served reports whether a live worker serves the entry at now.
-func (d *ToolDef) Served(now time.Time) bool { return d.ServedUntil.After(now) }
+func (d *Entry) Served(now time.Time) bool { return d.ServedUntil.After(now) }
 
 // Key is the entry's catalog field and the tool name its jobs carry.
-func (d *ToolDef) Key() string { return EntryKey(d.Kind, d.name()) }
+func (d *Entry) Key() string { return EntryKey(d.Kind, d.name()) }
 
-func (d *ToolDef) name() string {
+func (d *Entry) name() string {
 	switch {
 	case d.Prompt != nil:
 		return d.Prompt.Name
@@ -92,9 +98,28 @@ func EntryKey(kind, name string) string {
 	return kind + ":" + name
 }
 
-// PublishTools writes the definitions into the shared catalog, replacing
+// Catalog reads and writes the shared catalog. It is safe for concurrent use.
+type Catalog struct {
+	rdb  redis.UniversalClient
+	keys Keys
+	now  func() time.Time
+}
+
+// New returns the catalog under prefix on rdb; clock (time.Now when nil)
+// stamps publications and decides which workers' time ran out.
+func New(rdb redis.UniversalClient, prefix string, clock func() time.Time) *Catalog {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Catalog{rdb: rdb, keys: Keys{Prefix: prefix}, now: clock}
+}
+
+// Keys returns the key builder the catalog uses.
+func (s *Catalog) Keys() Keys { return s.keys }
+
+// Publish writes the definitions into the shared catalog, replacing
 // earlier ones of the same name.
-func (s *Store) PublishTools(ctx context.Context, defs []ToolDef) error {
+func (s *Catalog) Publish(ctx context.Context, defs []Entry) error {
 	if len(defs) == 0 {
 		return nil
 	}
@@ -108,20 +133,20 @@ func (s *Store) PublishTools(ctx context.Context, defs []ToolDef) error {
 		}
 		args = append(args, d.Key(), b)
 	}
-	return s.rdb.HSet(ctx, s.keys.Catalog(), args...).Err()
+	return s.rdb.HSet(ctx, s.keys.Entries(), args...).Err()
 }
 
-// Entry reads the catalog entry key (ToolDef.Key), with its ServedUntil;
+// Entry reads the catalog entry key (Entry.Key), with its ServedUntil;
 // nil when none was published or it does not decode.
-func (s *Store) Entry(ctx context.Context, key string) (*ToolDef, error) {
-	v, err := s.rdb.HGet(ctx, s.keys.Catalog(), key).Result()
+func (s *Catalog) Entry(ctx context.Context, key string) (*Entry, error) {
+	v, err := s.rdb.HGet(ctx, s.keys.Entries(), key).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var d ToolDef
+	var d Entry
 	if json.Unmarshal([]byte(v), &d) != nil {
 		return nil, nil
 	}
@@ -135,12 +160,12 @@ func (s *Store) Entry(ctx context.Context, key string) (*ToolDef, error) {
 	return &d, nil
 }
 
-// Tools reads the whole catalog (every kind), sorted by Order then Key,
+// Entries reads the whole catalog (every kind), sorted by Order then Key,
 // with each entry's ServedUntil. It holds every definition ever published
 // (a call to a tool no live worker serves can still name its queue).
 // Entries that do not decode are skipped.
-func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.Catalog()).Result()
+func (s *Catalog) Entries(ctx context.Context) ([]Entry, error) {
+	m, err := s.rdb.HGetAll(ctx, s.keys.Entries()).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +173,9 @@ func (s *Store) Tools(ctx context.Context) ([]ToolDef, error) {
 	if err != nil {
 		return nil, err
 	}
-	defs := make([]ToolDef, 0, len(m))
+	defs := make([]Entry, 0, len(m))
 	for _, v := range m {
-		var d ToolDef
+		var d Entry
 		if json.Unmarshal([]byte(v), &d) == nil && (d.name() != "" || d.Kind == KindCompletion) {
 			d.ServedUntil = served[d.Key()]
 			defs = append(defs, d)
@@ -173,11 +198,11 @@ const (
 )
 
 // AnnounceListChanged tells every front end that the list of kind changed.
-func (s *Store) AnnounceListChanged(ctx context.Context, list string) error {
+func (s *Catalog) AnnounceListChanged(ctx context.Context, list string) error {
 	return s.rdb.Publish(ctx, s.keys.Lists(), list).Err()
 }
 
 // AnnounceResourceUpdated tells every front end that the resource changed.
-func (s *Store) AnnounceResourceUpdated(ctx context.Context, uri string) error {
+func (s *Catalog) AnnounceResourceUpdated(ctx context.Context, uri string) error {
 	return s.rdb.Publish(ctx, s.keys.ResourceUpdates(), uri).Err()
 }

@@ -1,4 +1,4 @@
-package taskstate
+package catalog
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// ServingChange is what one call of ServeEntries changed in the serving set.
+// ServingChange is what one call of Serve changed in the serving set.
 type ServingChange struct {
 	// Added are the keys that had no live worker before the call.
 	Added []string
@@ -19,12 +19,12 @@ type ServingChange struct {
 	Announced []string
 }
 
-// ServeEntries records that a live worker serves the catalog entries keys
+// Serve records that a live worker serves the catalog entries keys
 // until the time until (a heartbeat: a key's time only grows), drops the
 // entries whose time ran out, and announces on Keys.Lists each list that
 // gained or lost an entry. With no keys it only sweeps; any process may
 // sweep, and each change is announced once, by the caller that made it.
-func (s *Store) ServeEntries(ctx context.Context, keys []string, until time.Time) (ServingChange, error) {
+func (s *Catalog) Serve(ctx context.Context, keys []string, until time.Time) (ServingChange, error) {
 	now := s.now().UnixMilli()
 	args := make([]any, 0, 2+len(keys))
 	args = append(args, now, until.UnixMilli())
@@ -37,7 +37,7 @@ func (s *Store) ServeEntries(ctx context.Context, keys []string, until time.Time
 		return ch, err
 	}
 	if len(v) != 2 {
-		return ch, fmt.Errorf("taskstate: serving script returned %d values", len(v))
+		return ch, fmt.Errorf("catalog: serving script returned %d values", len(v))
 	}
 	ch.Added, ch.Expired = strs(v[0]), strs(v[1])
 	seen := map[string]bool{}
@@ -55,14 +55,14 @@ func (s *Store) ServeEntries(ctx context.Context, keys []string, until time.Time
 	return ch, nil
 }
 
-// SweepServing drops the entries whose last worker's time ran out and
-// announces the lists that lost one (ServeEntries with no keys).
-func (s *Store) SweepServing(ctx context.Context) (ServingChange, error) {
-	return s.ServeEntries(ctx, nil, time.Time{})
+// Sweep drops the entries whose last worker's time ran out and
+// announces the lists that lost one (Serve with no keys).
+func (s *Catalog) Sweep(ctx context.Context) (ServingChange, error) {
+	return s.Serve(ctx, nil, time.Time{})
 }
 
 // servedUntil reads the serving set: each key's time (unix ms).
-func (s *Store) servedUntil(ctx context.Context) (map[string]time.Time, error) {
+func (s *Catalog) servedUntil(ctx context.Context) (map[string]time.Time, error) {
 	zs, err := s.rdb.ZRangeWithScores(ctx, s.keys.serving(), 0, -1).Result()
 	if err != nil {
 		return nil, err
