@@ -27,8 +27,8 @@ type invocation struct {
 	state     *string
 }
 
-// invoke runs inv with the server-directed decision (README, "How a call
-// runs"), in four steps: decide the entry's policy and how long the
+// invoke runs inv with the server-directed decision (docs/calls.md), in
+// four steps: decide the entry's policy and how long the
 // request may wait (decide); start its task, or resume the one an MRTR
 // retry's requestState names (start, resume); wait for the task to end or
 // ask for input (await); answer what the policy gives the task as it is

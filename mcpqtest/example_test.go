@@ -3,9 +3,9 @@ package mcpqtest_test
 import (
 	"context"
 	"fmt"
-	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/exampletest"
 	"github.com/mcpq/mcpq/mcpqtest"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -34,8 +34,8 @@ func sumTool() worker.Tool {
 // A test of a tool is three calls: New runs a worker serving it, Call
 // creates a task as a front end does, and Result waits for its result.
 func ExampleNew() {
-	t := newExampleT() // in a test: the test's t
-	defer t.end()
+	t := exampletest.New() // in a test: the test's t
+	defer t.End()
 
 	env := mcpqtest.New(t, sumTool())
 	res := env.Call(t, "sum", SumArgs{Numbers: []float64{1, 2, 3.5}}).Result(t)
@@ -48,8 +48,8 @@ func ExampleNew() {
 // answered with a tool error naming the argument, as every front end answers
 // it.
 func ExampleEnv_Call_refused() {
-	t := newExampleT()
-	defer t.end()
+	t := exampletest.New()
+	defer t.End()
 
 	env := mcpqtest.New(t, sumTool())
 	run := env.Call(t, "sum", map[string]any{"numbers": []float64{}})
@@ -74,8 +74,8 @@ func ExampleRun_Cancel() {
 			}
 			return "waited an hour", nil
 		})
-	t := newExampleT()
-	defer t.end()
+	t := exampletest.New()
+	defer t.End()
 
 	env := mcpqtest.New(t, wait)
 	run := env.Call(t, "wait", nil)
@@ -84,35 +84,4 @@ func ExampleRun_Cancel() {
 	fmt.Println(run.End(t).Status)
 	// Output:
 	// cancelled
-}
-
-// exampleT stands in for the *testing.T a test passes to this package, so
-// that the examples run under go test: cleanups run at end, and a failure
-// panics, which fails the example.
-type exampleT struct {
-	testing.TB // nil: the methods mcpqtest calls are below
-	ctx        context.Context
-	cancel     context.CancelFunc
-	cleanups   []func()
-}
-
-func newExampleT() *exampleT {
-	t := &exampleT{}
-	t.ctx, t.cancel = context.WithCancel(context.Background())
-	return t
-}
-
-func (t *exampleT) Helper()                        {}
-func (t *exampleT) Context() context.Context       { return t.ctx }
-func (t *exampleT) Cleanup(f func())               { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) Errorf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
-func (t *exampleT) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
-
-// end cancels the context and runs the cleanups, the last registered first,
-// as the end of a test does.
-func (t *exampleT) end() {
-	t.cancel()
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
 }

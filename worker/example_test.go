@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 
+	"github.com/mcpq/mcpq/internal/exampletest"
 	"github.com/mcpq/mcpq/mcpqtest"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -64,8 +64,8 @@ func ExampleElicit() {
 			return "rolled out: " + ok.Content.Note, nil
 		})
 
-	t := newExampleT() // in a test: the test's t
-	defer t.end()
+	t := exampletest.New() // in a test: the test's t
+	defer t.End()
 	env := mcpqtest.New(t, deploy)
 	run := env.Call(t, "deploy", nil)
 	asked := run.Input(t)["approve"] // waits for input_required
@@ -77,35 +77,4 @@ func ExampleElicit() {
 	// input_required elicitation/create
 	// rolled out: friday
 	// handler runs: 2
-}
-
-// exampleT stands in for the *testing.T a test passes to mcpqtest, so that
-// the examples run under go test: cleanups run at end, and a failure panics,
-// which fails the example.
-type exampleT struct {
-	testing.TB // nil: the methods mcpqtest calls are below
-	ctx        context.Context
-	cancel     context.CancelFunc
-	cleanups   []func()
-}
-
-func newExampleT() *exampleT {
-	t := &exampleT{}
-	t.ctx, t.cancel = context.WithCancel(context.Background())
-	return t
-}
-
-func (t *exampleT) Helper()                        {}
-func (t *exampleT) Context() context.Context       { return t.ctx }
-func (t *exampleT) Cleanup(f func())               { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) Errorf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
-func (t *exampleT) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
-
-// end cancels the context and runs the cleanups, the last registered first,
-// as the end of a test does.
-func (t *exampleT) end() {
-	t.cancel()
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
 }
