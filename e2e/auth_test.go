@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -247,8 +248,8 @@ func (f *authFE) redisState(t *testing.T, ctx context.Context) string {
 		t.Fatal(err)
 	}
 	slices.Sort(keys)
-	queue := "asynq:{" + taskstate.Keys{Prefix: f.b.Prefix}.Queue("default") + "}:pending"
-	n, err := f.b.Client.LLen(ctx, queue).Result()
+	pending := "asynq:{" + queue.Keys{Prefix: f.b.Prefix}.Queue("default") + "}:pending"
+	n, err := f.b.Client.LLen(ctx, pending).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

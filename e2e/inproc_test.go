@@ -27,10 +27,10 @@ import (
 	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/internal/toolpack/conformance"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
-	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 )
 
 // bound is the failure bound of a single wait on a signal.

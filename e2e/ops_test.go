@@ -324,7 +324,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 const opsPaid = "ops_paid"
 
 func paidTool() worker.Tool {
-	return worker.Tool{Name: opsPaid, Policy: worker.PolicyTask, Price: &worker.Price{Base: 100, PerArgument: map[string]int64{"frames": 1000}},
+	return worker.Tool{Name: opsPaid, Policy: worker.PolicyTask, Price: &proto.Price{Base: 100, PerArgument: map[string]int64{"frames": 1000}},
 		Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 			var in struct {
 				Use             int64

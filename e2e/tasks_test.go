@@ -21,10 +21,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/client"
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -317,19 +316,19 @@ func testTasksAcrossProcesses(t *testing.T, b *redistest.Backend) {
 		ctx := within(t)
 		c := taskClient(urls[0])
 		insp := asynq.NewInspectorFromRedisClient(b.Client)
-		queue := taskstate.Keys{Prefix: b.Prefix}.Queue(worker.DefaultQueue)
+		aq := queue.Keys{Prefix: b.Prefix}.Queue(worker.DefaultQueue)
 		noJobFor := func(id string) {
 			t.Helper()
-			active, err := insp.ListActiveTasks(queue)
+			active, err := insp.ListActiveTasks(aq)
 			if err != nil {
-				t.Fatalf("inspector: active jobs of %s: %v", queue, err)
+				t.Fatalf("inspector: active jobs of %s: %v", aq, err)
 			}
-			pending, err := insp.ListPendingTasks(queue)
+			pending, err := insp.ListPendingTasks(aq)
 			if err != nil {
-				t.Fatalf("inspector: pending jobs of %s: %v", queue, err)
+				t.Fatalf("inspector: pending jobs of %s: %v", aq, err)
 			}
 			for _, info := range append(active, pending...) {
-				if ref, err := job.Decode(info.Payload); err == nil && ref.ID == id {
+				if ref, _, err := queue.Decode(info.Payload); err == nil && ref.ID == id {
 					t.Fatalf("job %s (%s) is %s for the parked task", info.ID, ref.ID, info.State)
 				}
 			}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -26,7 +26,7 @@ func TestWakeAfterWorkerSIGKILL(t *testing.T) {
 	url := startFrontend(t, env)
 	waitCatalog(t, url, "slow_compute")
 	ctx := within(t)
-	wake := taskstate.Keys{Prefix: b.Prefix}.Wake(worker.DefaultQueue)
+	wake := queue.Keys{Prefix: b.Prefix}.Wake(worker.DefaultQueue)
 	subscribers := func() int64 {
 		n, err := b.Client.PubSubNumSub(ctx, wake).Result()
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/internal/access"
 )
 
 // AnonymousPrincipal is the principal of unauthenticated requests where
@@ -39,7 +39,8 @@ type UnavailableError struct{ Err error }
 func (e *UnavailableError) Error() string { return "authentication unavailable: " + e.Err.Error() }
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// KeyLookup finds the principal of a managed API key (taskstate.Store is one).
+// KeyLookup finds the principal of a managed API key (mcpq's managed keys
+// in Redis are one: mcpq keys create).
 type KeyLookup interface {
 	LookupKey(ctx context.Context, key string) (principal string, ok bool, err error)
 }
@@ -59,7 +60,7 @@ type KeyAuth struct {
 func NewKeyAuth(static map[string]string, managed KeyLookup, allowAnonymous bool) *KeyAuth {
 	a := &KeyAuth{static: map[string]string{}, managed: managed, allowAnonymous: allowAnonymous}
 	for k, p := range static {
-		a.static[taskstate.HashKey(k)] = p
+		a.static[access.HashKey(k)] = p
 	}
 	return a
 }
@@ -80,7 +81,7 @@ func (a *KeyAuth) Authenticate(r *http.Request) (string, error) {
 	}
 	// Keys are compared by their hash, so lookups take the same time
 	// whatever prefix of a key an attacker guessed.
-	if p, ok := a.static[taskstate.HashKey(key)]; ok {
+	if p, ok := a.static[access.HashKey(key)]; ok {
 		return p, nil
 	}
 	if a.managed != nil {

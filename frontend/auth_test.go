@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -43,10 +44,10 @@ const (
 func staticKeys() map[string]string { return map[string]string{keyAlice: "alice", keyBob: "bob"} }
 
 // newKeyEnv is newEnv authenticating alice and bob by static keys and
-// managed keys through the store; anonymous requests are refused.
+// managed keys in Redis (internal/access); anonymous requests are refused.
 func newKeyEnv(t testing.TB, b *redistest.Backend, mod func(*frontend.Config)) *env {
 	t.Helper()
-	managed := taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})
+	managed := access.New(b.Client, b.Prefix, nil)
 	return newEnv(t, b, func(c *frontend.Config) {
 		c.Auth = frontend.NewKeyAuth(staticKeys(), managed, false)
 		if mod != nil {
@@ -211,7 +212,7 @@ func TestKeyAuth(t *testing.T) {
 		{"key case", strict, []string{"Bearer " + strings.ToUpper(keyAlice)}, "", frontend.ErrBadCredentials},
 		{"two keys", strict, []string{"Bearer " + keyAlice + " " + keyBob}, "", frontend.ErrBadCredentials},
 		{"principal as key", strict, []string{"Bearer alice"}, "", frontend.ErrBadCredentials},
-		{"hash as key", strict, []string{"Bearer " + taskstate.HashKey(keyAlice)}, "", frontend.ErrBadCredentials},
+		{"hash as key", strict, []string{"Bearer " + access.HashKey(keyAlice)}, "", frontend.ErrBadCredentials},
 		{"invalid utf-8", strict, []string{"Bearer \xff\xfe" + keyAlice}, "", frontend.ErrBadCredentials},
 		{"managed unknown without store", staticOnly, []string{"Bearer managed-carol"}, "", frontend.ErrBadCredentials},
 		{"anonymous allowed", open, nil, frontend.AnonymousPrincipal, nil},
@@ -240,11 +241,11 @@ func TestKeyAuth(t *testing.T) {
 }
 
 // TestAuthHTTP: what the router answers for each kind of credential, on
-// both Redis backends, with managed keys in the store.
+// both Redis backends, with managed keys in Redis.
 func TestAuthHTTP(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newKeyEnv(t, b, nil)
-		carol, info, err := e.store.CreateKey(context.Background(), "carol")
+		carol, info, err := e.access.CreateKey(context.Background(), "carol")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +314,7 @@ func TestAuthHTTP(t *testing.T) {
 		if got := e.listed(carol); !slices.Equal(got, []string{id}) {
 			t.Errorf("carol lists %v", got)
 		}
-		if err := e.store.RevokeKey(context.Background(), info.ID); err != nil {
+		if err := e.access.RevokeKey(context.Background(), info.ID); err != nil {
 			t.Fatal(err)
 		}
 		rep := e.send(carol, rpc(1, proto.MethodTasksGet, metaTasks, map[string]any{"taskId": id}), nil)

@@ -9,19 +9,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/mcpq/mcpq/frontend"
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 const taskNotFound = `{"error":{"<exact>":true,"code":-32602,"message":"Failed to retrieve task: Task not found"}}`
@@ -57,20 +57,10 @@ func TestCreateThenGet(t *testing.T) {
 			"status":"working","statusMessage":"Queued","createdAt":"`+created+`","lastUpdatedAt":"`+created+`",
 			"ttlMs":3600000,"pollIntervalMs":1000,"_meta":"<object>"}}`)
 
-		j := e.enq.nextJob(t)
-		if j.Type != job.Type || j.Ref != ref(id) {
-			t.Errorf("job %s %+v, want %s for task %s", j.Type, j.Ref, job.Type, id)
-		}
-		if q := e.store.Keys().Queue("mcpq"); j.Opts[asynq.TaskIDOpt] != id || j.Opts[asynq.QueueOpt] != q {
-			t.Errorf("job options %v, want TaskID %s and Queue %s", j.Opts, id, q)
-		}
-		// asynq's timeout is a backstop that must outlast any TTL a handler
-		// can extend to (MaxTTL, 24h by default): the record's TTL stops the job.
-		if d, _ := j.Opts[asynq.TimeoutOpt].(time.Duration); d <= 24*time.Hour {
-			t.Errorf("job timeout %v, want more than MaxTTL (24h)", j.Opts[asynq.TimeoutOpt])
-		}
-		if n, _ := j.Opts[asynq.MaxRetryOpt].(int); n < 1 {
-			t.Errorf("job MaxRetry %v, want retries", j.Opts[asynq.MaxRetryOpt])
+		// The job's asynq options (id, queue, timeout, retries) are
+		// internal/queue's, and tested there.
+		if j := e.enq.nextJob(t); j.Job != (frontend.Job{Task: ref(id), Tool: toolTaskJob, Seq: 0, Queue: "mcpq"}) {
+			t.Errorf("job %+v, want the first job of task %s of %s on queue mcpq", j.Job, id, toolTaskJob)
 		}
 		rec, err := e.store.Get(context.Background(), ref(id))
 		if err != nil {
@@ -214,9 +204,6 @@ func TestEnqueueFailure(t *testing.T) {
 	j := e.enq.nextJob(t)
 	mustMatch(t, e.taskRPC(proto.MethodTasksGet, metaTasks, j.Ref.ID), 200,
 		`{"result":{"status":"failed","statusMessage":"Could not be scheduled","result":"<absent>","error":{"code":-32603}}}`)
-
-	e.enq.setErr(fmt.Errorf("wrapped: %w", asynq.ErrTaskIDConflict))
-	mustMatch(t, e.callTool(metaTasks, toolTaskJob, nil), 200, `{"result":{"resultType":"task","status":"working"}}`)
 }
 
 // headerAuth authenticates by the X-Principal header.
@@ -312,39 +299,34 @@ func TestConcurrentCalls(t *testing.T) {
 	wg.Wait()
 }
 
-// TestAsynqWorker plays the worker with a real asynq server on the same
-// Redis, with the front end's default Enqueuer (an asynq client).
-func TestAsynqWorker(t *testing.T) {
+// TestQueueWorker plays the worker with mcpq's queue servers on the same
+// Redis (internal/queue), with the front end's default Enqueuer.
+func TestQueueWorker(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, func(c *frontend.Config) { c.Enqueuer = nil })
-		// The fixture queue under the test's prefix: no other test's asynq
-		// server can take its jobs.
-		queue := e.store.Keys().Queue("mcpq")
 		finished := make(chan string, 16)
-		srv := asynq.NewServerFromRedisClient(b.Client, asynq.Config{
-			Concurrency: 4, Queues: map[string]int{queue: 1}, TaskCheckInterval: 10 * time.Millisecond,
-			LogLevel: asynq.FatalLevel,
-		})
-		mux := asynq.NewServeMux()
-		mux.HandleFunc(job.Type, func(ctx context.Context, task *asynq.Task) error {
-			r, err := job.Decode(task.Payload())
-			if err != nil {
-				return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
-			}
-			c, err := e.store.Claim(ctx, r, 0, taskstate.Share{})
-			if err != nil {
-				return nil // ended, cancelled or not ours: a no-op
-			}
-			if err := e.store.Finish(ctx, r, c.Attempt, outcomeFor(c.Record.Tool, c.Record.Arguments)); err != nil {
-				return err
-			}
-			finished <- r.ID
-			return nil
-		})
-		if err := srv.Start(mux); err != nil {
+		hub := events.NewHub(b.Client)
+		t.Cleanup(func() { _ = hub.Close() })
+		// The fixture queue under the test's prefix: no other test's
+		// server can take its jobs.
+		srvs, err := queue.Serve(context.Background(), queue.ServeConfig{Redis: b.Client,
+			Keys: queue.Keys{Prefix: b.Prefix}, Hub: hub, Groups: []queue.Group{{Queues: []string{"mcpq"}, Concurrency: 4}},
+			TaskCheckInterval: 10 * time.Millisecond, ShutdownTimeout: time.Second, Logger: slog.New(slog.DiscardHandler)},
+			func(ctx context.Context, j queue.Job) error {
+				c, err := e.store.Claim(ctx, j.Ref, j.Seq, taskstate.Share{})
+				if err != nil {
+					return nil // ended, cancelled or not ours: a no-op
+				}
+				if err := e.store.Finish(ctx, j.Ref, c.Attempt, outcomeFor(c.Record.Tool, c.Record.Arguments)); err != nil {
+					return err
+				}
+				finished <- j.Ref.ID
+				return nil
+			})
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(srv.Shutdown)
+		t.Cleanup(srvs.Stop)
 
 		mustMatch(t, e.callTool(metaPlain, toolGreet, map[string]any{"name": "Ada"}), 200,
 			`{"id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"Hello, Ada!"}]}}`)

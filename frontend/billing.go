@@ -85,7 +85,7 @@ func (s *Server) getMyAccount(w http.ResponseWriter, r *http.Request) {
 // ledgerPage is the body of GET /v1/ledger.
 type ledgerPage struct {
 	// Entries are the caller's ledger entries, oldest first.
-	Entries []taskstate.LedgerEntry `json:"entries"`
+	Entries []proto.LedgerEntry `json:"entries"`
 	// NextCursor continues the ledger; absent on the last page.
 	NextCursor string `json:"nextCursor,omitempty"`
 }

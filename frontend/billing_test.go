@@ -12,18 +12,20 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // toolPriced is a held task tool that reserves 10 + 5 per frame.
 const toolPriced = "render_priced"
 
-func pricedTool() taskstate.ToolDef {
-	return taskstate.ToolDef{Tool: proto.Tool{Name: toolPriced, InputSchema: json.RawMessage(
+func pricedTool() catalog.Entry {
+	return catalog.Entry{Tool: proto.Tool{Name: toolPriced, InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"frames":{"type":"integer"}}}`)},
-		Policy: proto.PolicyTask, Queue: "mcpq", Price: &taskstate.Price{Base: 10, PerArgument: map[string]int64{"frames": 5}}}
+		Policy: proto.PolicyTask, Queue: "mcpq", Price: &proto.Price{Base: 10, PerArgument: map[string]int64{"frames": 5}}}
 }
 
 // rest GETs path from the REST API as the anonymous caller and decodes it.
@@ -93,8 +95,8 @@ func TestBillingCalls(t *testing.T) {
 			t.Fatalf("REST view receipt: %+v", view.Receipt)
 		}
 		var page struct {
-			Entries    []taskstate.LedgerEntry `json:"entries"`
-			NextCursor string                  `json:"nextCursor"`
+			Entries    []proto.LedgerEntry `json:"entries"`
+			NextCursor string              `json:"nextCursor"`
 		}
 		if e.restGet("/v1/ledger?limit=2", &page); len(page.Entries) != 2 || page.Entries[0].Kind != "credit" ||
 			page.Entries[1].Kind != "reserve" || page.NextCursor != page.Entries[1].ID {
@@ -177,10 +179,10 @@ func TestBillingRefusalLeavesNoJob(t *testing.T) {
 	e := newEnv(t, b, func(c *frontend.Config) { c.Billing, c.Enqueuer = true, nil })
 	e.publish(pricedTool())
 	insp := asynq.NewInspectorFromRedisClient(b.Client)
-	queue := e.store.Keys().Queue("mcpq")
+	aq := queue.Keys{Prefix: b.Prefix}.Queue("mcpq")
 	pending := func() []string {
 		t.Helper()
-		list, err := insp.ListPendingTasks(queue)
+		list, err := insp.ListPendingTasks(aq)
 		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
 			t.Fatal(err)
 		}

@@ -7,19 +7,44 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/objstore"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
-// Enqueuer puts a task's job on an asynq queue (*asynq.Client is one).
+// Enqueuer puts a task's job on its queue, for a worker to run. A job
+// already there (the same Task and Seq) is a harmless conflict: no error.
 type Enqueuer interface {
-	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
+	Enqueue(ctx context.Context, job Job) error
+}
+
+// queueEnqueuer is the default Enqueuer: mcpq's queue (internal/queue).
+type queueEnqueuer struct{ c *queue.Client }
+
+func (q queueEnqueuer) Enqueue(ctx context.Context, j Job) error {
+	return q.c.Enqueue(ctx, queueJob(j))
+}
+
+// queueJob is j as internal/queue names it.
+func queueJob(j Job) queue.Job {
+	return queue.Job{Ref: j.Task, Tool: j.Tool, Seq: j.Seq, Queue: j.Queue}
+}
+
+// Job is one run of a task, as the front end hands it to an Enqueuer.
+type Job struct {
+	// Task names the task and Tool is its catalog key (catalog.Entry.Key).
+	Task taskstate.Ref
+	Tool string
+	// Seq numbers the task's runs: 0 for the first, then
+	// taskstate.AnswerResult.Resume for a resume after input.
+	Seq int64
+	// Queue is the queue of the tool's catalog entry (catalog.Entry.Queue).
+	Queue string
 }
 
 // Config configures a Server. Zero values take the documented defaults.
@@ -28,9 +53,8 @@ type Config struct {
 	Redis redis.UniversalClient
 	// Prefix is the key prefix (default taskstate.DefaultPrefix).
 	Prefix string
-	// Enqueuer enqueues jobs (default: an asynq client on Redis whose
-	// enqueues go out in one round trip with the task record; see
-	// taskstate.JobCapture).
+	// Enqueuer enqueues jobs (default: mcpq's queue on Redis, which sends
+	// a new task's first job in the same round trip as its record).
 	Enqueuer Enqueuer
 	// Auth authenticates requests (default: everyone is the "anonymous"
 	// principal, as in mcpq dev without keys).
@@ -83,7 +107,7 @@ type Config struct {
 	SyncWaitLimit time.Duration
 	// DefaultTTL is the task lifetime for tools that set none (default 1h).
 	DefaultTTL time.Duration
-	// MaxTTL caps every task lifetime (default taskstate.DefaultMaxTTL, 24h;
+	// MaxTTL caps every task lifetime (default DefaultMaxTTL, 24h;
 	// workers must have the same worker.Config.MaxTTL).
 	MaxTTL time.Duration
 	// AllowUnlimitedTTL lets tools ask for tasks that never expire
@@ -144,6 +168,10 @@ type Config struct {
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
 }
+
+// DefaultMaxTTL is Config.MaxTTL's default, the longest a task lives: the
+// same as worker.DefaultMaxTTL, which workers must have too.
+const DefaultMaxTTL = 24 * time.Hour
 
 // DefaultInlineMaxArgumentBytes is Config.InlineMaxArgumentBytes's
 // default: the same 256 KiB as a result block's (worker.BlobConfig).
@@ -206,7 +234,7 @@ func (c *Config) setDefaults() error {
 	def(&c.SyncBudget, 500*time.Millisecond)
 	def(&c.SyncWaitLimit, 5*time.Minute)
 	def(&c.DefaultTTL, time.Hour)
-	def(&c.MaxTTL, taskstate.DefaultMaxTTL)
+	def(&c.MaxTTL, DefaultMaxTTL)
 	def(&c.PollInterval, time.Second)
 	def(&c.CatalogTTL, time.Second)
 	def(&c.SessionIdle, time.Hour)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
@@ -68,7 +69,7 @@ func toRPC(err error) (*proto.Error, int) {
 			http.StatusTooManyRequests
 	// After the sentinels: a refusal is never unavailability, and the
 	// classification walks the error chain many times over.
-	case taskstate.IsUnavailable(err):
+	case redisconn.IsUnavailable(err):
 		return errUnavailable(), http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		pe = proto.NewError(proto.CodeInternalError, "Internal error: request cancelled or timed out")

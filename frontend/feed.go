@@ -10,12 +10,13 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // A listen stream shows each state of a task once and in order. The state
 // last shown is kept as a record; every state change arrives as an event
 // carrying the record's new version and the fields that move with a state
-// (taskstate.Event). An event no newer than what was shown is dropped: it was
+// (events.Event). An event no newer than what was shown is dropped: it was
 // published before the snapshot the stream started from, or repeats a state
 // already shown. A working state is built from the event alone, so a task
 // that ran and ended within a millisecond still shows its "working" before
@@ -31,7 +32,7 @@ const rereadEvery = 500 * time.Millisecond
 // applyTask moves the listener's view of the task at ref on by ev, sending
 // the new state if there is one; false when the record could not be read.
 func (s *Server) applyTask(ctx context.Context, last map[string]*taskstate.Record, ref taskstate.Ref,
-	ev taskstate.Event, sendTask func(*taskstate.Record)) bool {
+	ev events.Event, sendTask func(*taskstate.Record)) bool {
 	next, isNew, err := s.nextState(ctx, last[ref.ID], ev)
 	switch {
 	case err != nil:
@@ -51,7 +52,7 @@ func (s *Server) applyTask(ctx context.Context, last map[string]*taskstate.Recor
 // repeat of the same state at a new version). An error means the record
 // could not be read (Redis away): the caller reads it again a little later
 // (a resync event), so the state is not lost.
-func (s *Server) nextState(ctx context.Context, last *taskstate.Record, ev taskstate.Event) (*taskstate.Record, bool, error) {
+func (s *Server) nextState(ctx context.Context, last *taskstate.Record, ev events.Event) (*taskstate.Record, bool, error) {
 	switch {
 	case last.Status.Terminal():
 		return nil, false, nil // nothing follows an end

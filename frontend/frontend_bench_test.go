@@ -20,12 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 const benchMetaTasks = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
@@ -33,12 +32,10 @@ const benchMetaTasks = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
 	`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
 
 // benchEnqueuer accepts every job and does nothing (isolates the front end
-// from asynq).
+// from the queue).
 type benchEnqueuer struct{}
 
-func (benchEnqueuer) EnqueueContext(context.Context, *asynq.Task, ...asynq.Option) (*asynq.TaskInfo, error) {
-	return &asynq.TaskInfo{}, nil
-}
+func (benchEnqueuer) Enqueue(context.Context, frontend.Job) error { return nil }
 
 // benchServer is a front end on one backend with a task-policy tool
 // "noop" in its catalog and one live task.
@@ -69,11 +66,11 @@ func benchBackends(b *testing.B, asynqEnqueue, billing bool, fn func(b *testing.
 		b.Cleanup(func() { _ = srv.Close() })
 		store := taskstate.New(be.Client, taskstate.Options{Prefix: be.Prefix})
 		ctx := context.Background()
-		def := taskstate.ToolDef{Tool: proto.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		def := catalog.Entry{Tool: proto.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Policy: proto.PolicyTask, Queue: "mcpq"}
 		if billing {
-			def.Price = &taskstate.Price{Base: 1}
-			if _, err := store.Credit(ctx, frontend.AnonymousPrincipal, taskstate.MaxAmount); err != nil {
+			def.Price = &proto.Price{Base: 1}
+			if _, err := store.Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,13 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/mcpq/mcpq/frontend"
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -65,9 +63,9 @@ const (
 var immediateTools = map[string]bool{toolGreet: true, toolGreetAuto: true, toolGreetUnicode: true,
 	toolToolError: true, toolProtocolError: true}
 
-func fixtureTools(queue string) []taskstate.ToolDef {
-	def := func(name string, policy proto.Policy, f func(*taskstate.ToolDef)) taskstate.ToolDef {
-		d := taskstate.ToolDef{Tool: proto.Tool{Name: name, Description: "fixture " + name,
+func fixtureTools(queue string) []catalog.Entry {
+	def := func(name string, policy proto.Policy, f func(*catalog.Entry)) catalog.Entry {
+		d := catalog.Entry{Tool: proto.Tool{Name: name, Description: "fixture " + name,
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
 			Policy: policy, Queue: queue}
 		if f != nil {
@@ -75,18 +73,18 @@ func fixtureTools(queue string) []taskstate.ToolDef {
 		}
 		return d
 	}
-	return []taskstate.ToolDef{
+	return []catalog.Entry{
 		def(toolGreet, proto.PolicySync, nil),
-		def(toolGreetAuto, proto.PolicyAuto, func(d *taskstate.ToolDef) { d.SyncBudgetMs = 60_000 }),
+		def(toolGreetAuto, proto.PolicyAuto, func(d *catalog.Entry) { d.SyncBudgetMs = 60_000 }),
 		def(toolGreetUnicode, proto.PolicySync, nil),
 		def(toolToolError, proto.PolicySync, nil),
 		def(toolProtocolError, proto.PolicySync, nil),
-		def(toolSlow, "", func(d *taskstate.ToolDef) { d.SyncBudgetMs = 20 }),
+		def(toolSlow, "", func(d *catalog.Entry) { d.SyncBudgetMs = 20 }),
 		def(toolTaskJob, proto.PolicyTask, nil),
-		def(toolTTLLong, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = 48 * 3600 * 1000 }),
-		def(toolTTLShort, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = 60_000 }),
-		def(toolTTLUnlimited, proto.PolicyTask, func(d *taskstate.ToolDef) { d.TTLMs = taskstate.UnlimitedTTL }),
-		def(toolPoll, proto.PolicyTask, func(d *taskstate.ToolDef) { d.PollIntervalMs = 250 }),
+		def(toolTTLLong, proto.PolicyTask, func(d *catalog.Entry) { d.TTLMs = 48 * 3600 * 1000 }),
+		def(toolTTLShort, proto.PolicyTask, func(d *catalog.Entry) { d.TTLMs = 60_000 }),
+		def(toolTTLUnlimited, proto.PolicyTask, func(d *catalog.Entry) { d.TTLMs = catalog.UnlimitedTTL }),
+		def(toolPoll, proto.PolicyTask, func(d *catalog.Entry) { d.PollIntervalMs = 250 }),
 	}
 }
 
@@ -117,10 +115,8 @@ func outcomeFor(tool string, args json.RawMessage) taskstate.Outcome {
 
 // enqueued is one enqueue the fake Enqueuer saw.
 type enqueued struct {
-	Type     string
-	Ref      taskstate.Ref
-	Opts     map[asynq.OptionType]any
-	Seq      int64 // the job's sequence number, from its asynq task id
+	frontend.Job
+	Ref      taskstate.Ref // Job.Task
 	Attempt  int64
 	ClaimErr error
 }
@@ -132,7 +128,7 @@ type fakeEnqueuer struct {
 	jobs  chan enqueued
 	wg    sync.WaitGroup
 	mu    sync.Mutex
-	err   error // returned by EnqueueContext when set
+	err   error // returned by Enqueue when set
 	hold  bool  // claim nothing and finish nothing
 }
 
@@ -145,28 +141,15 @@ func (f *fakeEnqueuer) setErr(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock
 // setHold makes the fake worker leave every job alone (not even claimed).
 func (f *fakeEnqueuer) setHold(hold bool) { f.mu.Lock(); f.hold = hold; f.mu.Unlock() }
 
-func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error) {
-	j := enqueued{Type: task.Type(), Opts: map[asynq.OptionType]any{}}
-	for _, o := range opts {
-		j.Opts[o.Type()] = o.Value()
-	}
-	ref, err := job.Decode(task.Payload())
-	if err != nil {
-		return nil, fmt.Errorf("fake enqueuer: payload: %w", err)
-	}
-	j.Ref = ref
-	id, _ := j.Opts[asynq.TaskIDOpt].(string)
-	seq, ok := job.Seq(ref, id)
-	if !ok {
-		return nil, fmt.Errorf("fake enqueuer: job id %q is not one of task %s", id, ref.ID)
-	}
-	j.Seq = seq
+func (f *fakeEnqueuer) Enqueue(ctx context.Context, job frontend.Job) error {
+	j := enqueued{Job: job, Ref: job.Task}
+	ref, seq := job.Task, job.Seq
 	f.mu.Lock()
 	ferr, hold := f.err, f.hold
 	f.mu.Unlock()
 	if ferr != nil {
 		f.record(j)
-		return nil, ferr
+		return ferr
 	}
 	if !hold {
 		claim, cerr := f.store.Claim(ctx, ref, seq, taskstate.Share{})
@@ -183,7 +166,7 @@ func (f *fakeEnqueuer) EnqueueContext(ctx context.Context, task *asynq.Task, opt
 		}
 	}
 	f.record(j)
-	return &asynq.TaskInfo{ID: ref.ID}, nil
+	return nil
 }
 
 func (f *fakeEnqueuer) record(j enqueued) {
@@ -225,6 +208,7 @@ type env struct {
 	srv    *frontend.Server
 	h      http.Handler
 	store  *taskstate.Store // the worker's view, on the same clock
+	access *access.Store    // managed API keys
 	enq    *fakeEnqueuer
 	clock  *fakeClock
 	prefix string
@@ -236,6 +220,7 @@ func newEnv(t testing.TB, b *redistest.Backend, mod func(*frontend.Config)) *env
 	t.Helper()
 	e := &env{t: t, b: b, clock: newFakeClock(), prefix: b.Prefix}
 	e.store = taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix, Clock: e.clock.Now})
+	e.access = access.New(b.Client, b.Prefix, e.clock.Now)
 	e.enq = newFakeEnqueuer(e.store)
 	e.publish(fixtureTools("mcpq")...)
 	e.cfg = frontend.Config{
@@ -485,7 +470,7 @@ func mustMatch(t testing.TB, rep reply, status int, want string) {
 
 // publish writes defs into the catalog and marks them served by a live
 // worker for a century of the fake clock, as a running worker would.
-func (e *env) publish(defs ...taskstate.ToolDef) {
+func (e *env) publish(defs ...catalog.Entry) {
 	e.t.Helper()
 	if err := publishServed(e.store, defs...); err != nil {
 		e.t.Fatal(err)
@@ -494,15 +479,15 @@ func (e *env) publish(defs ...taskstate.ToolDef) {
 
 // publishServed writes defs into the catalog and marks them served for a
 // century of the store's clock.
-func publishServed(store *taskstate.Store, defs ...taskstate.ToolDef) error {
+func publishServed(store *taskstate.Store, defs ...catalog.Entry) error {
 	ctx := context.Background()
-	if err := store.PublishTools(ctx, defs); err != nil {
+	if err := store.Catalog().Publish(ctx, defs); err != nil {
 		return err
 	}
 	keys := make([]string, len(defs))
 	for i := range defs {
 		keys[i] = defs[i].Key()
 	}
-	_, err := store.ServeEntries(ctx, keys, store.Now().Add(100*365*24*time.Hour))
+	_, err := store.Catalog().Serve(ctx, keys, store.Now().Add(100*365*24*time.Hour))
 	return err
 }

@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -638,7 +639,7 @@ func TestHostileListSpin(t *testing.T) {
 // secret only in answers to requests that carry her key.
 func FuzzHostile(f *testing.F) {
 	b := redistest.Mini(f)
-	managed := taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})
+	managed := access.New(b.Client, b.Prefix, nil)
 	e := newEnv(f, b, func(c *frontend.Config) {
 		c.Auth = frontend.NewKeyAuth(staticKeys(), managed, true) // anonymous reaches dispatch too
 		c.SyncBudget, c.SyncWaitLimit, c.MaxLiveTasks = time.Millisecond, 50*time.Millisecond, -1

@@ -43,11 +43,8 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: the request body could not be read"), http.StatusBadRequest))
 		return
 	}
-	if r.Header.Get(headerSessionID) != "" && s.legacyOn() && jsonDepth(body) <= s.cfg.MaxDepth {
-		if resp, ok := asClientResponse(body); ok { // a legacy client answering an input request
-			s.serveClientResponse(w, r, principal, resp)
-			return
-		}
+	if s.era != nil && s.era.response(w, r, principal, body) { // a 2025-11-25 client answering an input request
+		return
 	}
 	req, rerr := parseRequest(body, s.cfg.MaxDepth)
 	if rerr != nil {
@@ -78,10 +75,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("request failed", "method", req.Method, "err", err, traceAttr(c.trace))
 		}
 		if r.Context().Err() != nil && c.resp.resumable() {
-			return // a broken resumable stream: its answer goes to the client that resumes it (sselog.go)
+			return // a broken resumable stream: its answer goes to the client that resumes it (an era's)
 		}
-		if c.legacy {
-			status = legacyStatus(err, status)
+		if c.hook != nil {
+			status = c.hook.Status(err, status)
 		}
 		setRetryAfter(w.Header(), status)
 		c.resp.finish(status, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Error: pe}))
@@ -185,7 +182,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 		return "", withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized)
 	}
 	if s.cfg.RateLimit > 0 {
-		ok, wait, err := s.store.Allow(r.Context(), principal, s.cfg.RateLimit, s.cfg.RateBurst)
+		ok, wait, err := s.buckets.Allow(r.Context(), principal, s.cfg.RateLimit, s.cfg.RateBurst)
 		if err != nil {
 			return "", err
 		}
@@ -215,9 +212,11 @@ func validID(id json.RawMessage) bool {
 
 // dispatch validates the per-request _meta and headers and runs the method.
 func (s *Server) dispatch(c *call) (any, error) {
-	if isLegacy(c.httpReq, c.req) && (s.legacyOn() || c.req.Method == proto.MethodInitialize) {
-		c.legacy = s.legacyOn() // its errors travel in a 200 (legacyStatus)
-		return s.dispatchLegacy(c)
+	if s.era != nil && s.era.claims(c) {
+		return s.era.serve(c)
+	}
+	if c.req.Method == proto.MethodInitialize && !modernVersion(c.req.Params) {
+		return nil, s.refuseInitialize(c)
 	}
 	m, ok := s.methods[c.req.Method]
 	if !ok {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -62,7 +63,7 @@ func (l *legacyClient) initialize(e *env, caps string) {
 	if l.session = rep.Header.Get("Mcp-Session-Id"); !taskstate.ValidID(l.session) {
 		l.t.Fatalf("initialize gave session id %q", l.session)
 	}
-	if rep := l.send(context.Background(), e, nil, proto.NotifyInitialized, nil); rep.Status != http.StatusAccepted {
+	if rep := l.send(context.Background(), e, nil, legacy.NotifyInitialized, nil); rep.Status != http.StatusAccepted {
 		l.t.Fatalf("notifications/initialized: HTTP %d %s", rep.Status, rep.Body)
 	}
 }
@@ -75,9 +76,9 @@ func TestLegacySession(t *testing.T) {
 		l := &legacyClient{t: t}
 		l.initialize(e, `{"elicitation":{}}`)
 
-		mustMatch(t, l.do(e, proto.MethodPing, nil), 200, `{"jsonrpc":"2.0","id":1,"result":{}}`)
-		mustMatch(t, l.do(e, proto.MethodSetLevel, map[string]any{"level": "warning"}), 200, `{"result":{}}`)
-		mustMatch(t, l.do(e, proto.MethodSetLevel, map[string]any{"level": "loud"}), 200,
+		mustMatch(t, l.do(e, legacy.MethodPing, nil), 200, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		mustMatch(t, l.do(e, legacy.MethodSetLevel, map[string]any{"level": "warning"}), 200, `{"result":{}}`)
+		mustMatch(t, l.do(e, legacy.MethodSetLevel, map[string]any{"level": "loud"}), 200,
 			`{"error":{"code":-32602,"message":"Invalid params: unknown logging level \"loud\""}}`)
 		rep := l.do(e, proto.MethodToolsList, nil)
 		mustMatch(t, rep, 200, `{"id":1}`)
@@ -113,7 +114,7 @@ func TestLegacySession(t *testing.T) {
 		if rep := del(); rep.Status != http.StatusNoContent {
 			t.Fatalf("DELETE: HTTP %d %s", rep.Status, rep.Body)
 		}
-		mustMatch(t, l.do(e, proto.MethodPing, nil), 404, `{"error":{"code":-32600,"message":"Session not found: initialize a new session"}}`)
+		mustMatch(t, l.do(e, legacy.MethodPing, nil), 404, `{"error":{"code":-32600,"message":"Session not found: initialize a new session"}}`)
 		mustMatch(t, del(), 404, `{"error":{"code":-32600}}`)
 		if rep := e.serve(context.Background(), http.MethodDelete, nil, nil); rep.Status != http.StatusMethodNotAllowed {
 			t.Fatalf("DELETE without a session: HTTP %d", rep.Status)
@@ -128,12 +129,12 @@ func TestLegacySessionAcrossFrontEnds(t *testing.T) {
 		a := newEnv(t, b, nil)
 		l := &legacyClient{t: t}
 		l.initialize(a, `{}`)
-		mustMatch(t, l.do(a, proto.MethodSetLevel, map[string]any{"level": "error"}), 200, `{"result":{}}`)
+		mustMatch(t, l.do(a, legacy.MethodSetLevel, map[string]any{"level": "error"}), 200, `{"result":{}}`)
 		if err := a.srv.Close(); err != nil {
 			t.Fatal(err)
 		}
 		c := newEnv(t, b, nil) // the restarted front end
-		mustMatch(t, l.do(c, proto.MethodPing, nil), 200, `{"result":{}}`)
+		mustMatch(t, l.do(c, legacy.MethodPing, nil), 200, `{"result":{}}`)
 		mustMatch(t, l.do(c, proto.MethodToolsCall, map[string]any{"name": toolGreet, "arguments": map[string]any{"name": "Cy"}}),
 			200, `{"result":{"content":[{"text":"Hello, Cy!"}]}}`)
 	})
@@ -147,14 +148,14 @@ func TestLegacySessionIsolation(t *testing.T) {
 		alice := &legacyClient{t: t, auth: "Bearer " + keyAlice}
 		alice.initialize(e, `{}`)
 		bob := &legacyClient{t: t, auth: "Bearer " + keyBob, session: alice.session}
-		mustMatch(t, bob.do(e, proto.MethodPing, nil), 404, `{"error":{"code":-32600}}`)
+		mustMatch(t, bob.do(e, legacy.MethodPing, nil), 404, `{"error":{"code":-32600}}`)
 		h := http.Header{"Mcp-Session-Id": {alice.session}, "Authorization": {bob.auth}}
 		mustMatch(t, e.serve(context.Background(), http.MethodDelete, nil, h), 404, `{"error":{"code":-32600}}`)
 		anon := &legacyClient{t: t, session: alice.session}
-		if rep := anon.do(e, proto.MethodPing, nil); rep.Status != http.StatusUnauthorized {
+		if rep := anon.do(e, legacy.MethodPing, nil); rep.Status != http.StatusUnauthorized {
 			t.Fatalf("no key: HTTP %d %s", rep.Status, rep.Body)
 		}
-		mustMatch(t, alice.do(e, proto.MethodPing, nil), 200, `{"result":{}}`)
+		mustMatch(t, alice.do(e, legacy.MethodPing, nil), 200, `{"result":{}}`)
 	})
 }
 
@@ -223,9 +224,9 @@ func TestLegacyStream(t *testing.T) {
 		a, other := newEnv(t, b, nil), newEnv(t, b, nil)
 		l := &legacyClient{t: t}
 		l.initialize(a, `{}`)
-		mustMatch(t, l.do(a, proto.MethodResSubscribe, map[string]any{"uri": "test://watched"}), 200, `{"result":{}}`)
-		mustMatch(t, l.do(a, proto.MethodResSubscribe, map[string]any{"uri": "test://dropped"}), 200, `{"result":{}}`)
-		mustMatch(t, l.do(a, proto.MethodResUnsubscribe, map[string]any{"uri": "test://dropped"}), 200, `{"result":{}}`)
+		mustMatch(t, l.do(a, legacy.MethodResSubscribe, map[string]any{"uri": "test://watched"}), 200, `{"result":{}}`)
+		mustMatch(t, l.do(a, legacy.MethodResSubscribe, map[string]any{"uri": "test://dropped"}), 200, `{"result":{}}`)
+		mustMatch(t, l.do(a, legacy.MethodResUnsubscribe, map[string]any{"uri": "test://dropped"}), 200, `{"result":{}}`)
 
 		ts := httptest.NewServer(other.h)
 		defer ts.Close()
@@ -246,7 +247,7 @@ func TestLegacyStream(t *testing.T) {
 		}
 		ctx := context.Background()
 		for _, uri := range []string{"test://dropped", "test://other", "test://watched"} {
-			if err := a.store.AnnounceResourceUpdated(ctx, uri); err != nil {
+			if err := a.store.Catalog().AnnounceResourceUpdated(ctx, uri); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -460,11 +461,11 @@ func TestLegacyTaskResultStream(t *testing.T) {
 			t.Fatal("stream ended")
 			return nil
 		}
-		if ev := next(); ev["method"] != proto.NotifyTaskStatus || str(ev, "params.status") != "working" || str(ev, "params.taskId") != id {
+		if ev := next(); ev["method"] != legacy.NotifyTaskStatus || str(ev, "params.status") != "working" || str(ev, "params.taskId") != id {
 			t.Fatalf("first event %v", ev)
 		}
 		e.park(j.Ref, j.Attempt, "ask")
-		if ev := next(); ev["method"] != proto.NotifyTaskStatus || str(ev, "params.status") != "input_required" {
+		if ev := next(); ev["method"] != legacy.NotifyTaskStatus || str(ev, "params.status") != "input_required" {
 			t.Fatalf("second event %v", ev)
 		}
 		ev := next()
@@ -472,7 +473,7 @@ func TestLegacyTaskResultStream(t *testing.T) {
 			t.Fatalf("third event %v", ev)
 		}
 		meta, _ := lookup(ev, "params._meta")
-		if rt, _ := meta.(map[string]any)[proto.MetaRelatedTask].(map[string]any); rt["taskId"] != id {
+		if rt, _ := meta.(map[string]any)[legacy.MetaRelatedTask].(map[string]any); rt["taskId"] != id {
 			t.Fatalf("input request %v does not name task %s", ev, id)
 		}
 		ans, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": ev["id"], "result": map[string]any{"action": "decline"}})
@@ -485,7 +486,7 @@ func TestLegacyTaskResultStream(t *testing.T) {
 		}
 		for {
 			ev := next()
-			if ev["method"] == proto.NotifyTaskStatus {
+			if ev["method"] == legacy.NotifyTaskStatus {
 				continue // working again, completed
 			}
 			if got, _ := lookup(ev, "result.content"); str(ev, "id") != "r-1" || got == nil || str(got.([]any)[0], "text") != "Hello, Gus!" {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // listenFilter is subscriptions/listen's notifications filter.
@@ -42,27 +44,9 @@ type listenEvent struct {
 // updates and task state changes arrive through Redis pub/sub, so a change
 // made through any replica or worker reaches every listener.
 func (s *Server) listen(ctx context.Context, c *call) (any, error) {
-	var p struct {
-		Notifications listenFilter `json:"notifications"`
-	}
-	if err := decodeParams(c, &p); err != nil {
+	f, err := listenFilterOf(c)
+	if err != nil {
 		return nil, err
-	}
-	f := p.Notifications
-	if len(f.TaskIDs) > 0 && !c.tasksDeclared() {
-		return nil, proto.MissingTasksExtension()
-	}
-	f.TaskIDs = slices.Compact(slices.Sorted(slices.Values(f.TaskIDs)))
-	if len(f.TaskIDs) > MaxListenTasks {
-		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d taskIds per subscription", MaxListenTasks)
-	}
-	f.ResourceSubscriptions = slices.Compact(slices.Sorted(slices.Values(f.ResourceSubscriptions)))
-	if len(f.ResourceSubscriptions) > MaxListenResources {
-		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d resourceSubscriptions per subscription", MaxListenResources)
-	}
-	if !c.resp.sseOK {
-		return nil, withStatus(proto.NewError(proto.CodeInvalidRequest,
-			"subscriptions/listen answers a text/event-stream: the Accept header must allow it"), http.StatusNotAcceptable)
 	}
 	release, err := s.listens.acquire(c.principal, s.cfg.MaxListenStreams)
 	if err != nil {
@@ -71,51 +55,96 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 	defer release()
 	ctx, stopWatch := s.watchAuth(ctx, c)
 	defer stopWatch()
-	events := make(chan listenEvent, 64)
+	l := &listener{s: s, c: c, f: f, events: make(chan listenEvent, 64),
+		subMeta: map[string]any{proto.MetaSubscriptionID: c.req.ID}, last: map[string]*taskstate.Record{}}
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
-	forward := func(sub *taskstate.Subscription, kind string, ref taskstate.Ref) {
-		defer sub.Close()
-		for {
-			select {
-			case v := <-sub.C:
-				select {
-				case events <- listenEvent{kind: kind, payload: v, ref: ref}:
-				case <-lctx.Done():
-					return
-				}
-			case <-lctx.Done():
-				return
-			}
-		}
+	honored, tasks, err := l.subscribe(ctx, lctx)
+	if err != nil {
+		return nil, err
 	}
+	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifySubscribed,
+		Params: map[string]any{"_meta": l.subMeta, "notifications": honored}})
+	for _, rec := range tasks { // the state as of the acknowledgement
+		l.sendTask(rec)
+	}
+	return l.run(ctx)
+}
+
+// listenFilterOf reads and checks a listen request's filter: taskIds need
+// the Tasks extension, repeats count once, both lists are bounded, and the
+// answer is a stream.
+func listenFilterOf(c *call) (listenFilter, error) {
+	var p struct {
+		Notifications listenFilter `json:"notifications"`
+	}
+	if err := decodeParams(c, &p); err != nil {
+		return listenFilter{}, err
+	}
+	f := p.Notifications
+	if len(f.TaskIDs) > 0 && !c.tasksDeclared() {
+		return f, proto.MissingTasksExtension()
+	}
+	f.TaskIDs = slices.Compact(slices.Sorted(slices.Values(f.TaskIDs)))
+	if len(f.TaskIDs) > MaxListenTasks {
+		return f, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d taskIds per subscription", MaxListenTasks)
+	}
+	f.ResourceSubscriptions = slices.Compact(slices.Sorted(slices.Values(f.ResourceSubscriptions)))
+	if len(f.ResourceSubscriptions) > MaxListenResources {
+		return f, proto.NewError(proto.CodeInvalidParams, "Invalid params: at most %d resourceSubscriptions per subscription", MaxListenResources)
+	}
+	if !c.resp.sseOK {
+		return f, withStatus(proto.NewError(proto.CodeInvalidRequest,
+			"subscriptions/listen answers a text/event-stream: the Accept header must allow it"), http.StatusNotAcceptable)
+	}
+	return f, nil
+}
+
+// listener is one open listen stream.
+type listener struct {
+	s      *Server
+	c      *call
+	f      listenFilter
+	events chan listenEvent // from every subscription's forward
+	// subMeta is the _meta of every notification: the listen request's id.
+	subMeta map[string]any
+	// last holds, by task id, the state the listener saw last.
+	last map[string]*taskstate.Record
+}
+
+// subscribe subscribes the channels the filter asks for, each forwarded
+// into l.events until lctx ends, and returns what is honoured (a task id
+// that is unknown, expired or another principal's is not) with the tasks'
+// states as of now.
+func (l *listener) subscribe(ctx, lctx context.Context) (listenFilter, []*taskstate.Record, error) {
+	s, f := l.s, l.f
 	honored := listenFilter{ToolsListChanged: f.ToolsListChanged, PromptsListChanged: f.PromptsListChanged,
 		ResourcesListChanged: f.ResourcesListChanged, ResourceSubscriptions: f.ResourceSubscriptions}
-	keys := s.store.Keys()
+	keys := s.store.Catalog().Keys()
 	if f.ToolsListChanged || f.PromptsListChanged || f.ResourcesListChanged {
 		sub, err := s.hub.Subscribe(ctx, keys.Lists())
 		if err != nil {
-			return nil, err
+			return honored, nil, err
 		}
-		go forward(sub, "list", taskstate.Ref{})
+		go l.forward(lctx, sub, "list", taskstate.Ref{})
 	}
 	if len(f.ResourceSubscriptions) > 0 {
 		sub, err := s.hub.Subscribe(ctx, keys.ResourceUpdates())
 		if err != nil {
-			return nil, err
+			return honored, nil, err
 		}
-		go forward(sub, "resource", taskstate.Ref{})
+		go l.forward(lctx, sub, "resource", taskstate.Ref{})
 	}
 	var tasks []*taskstate.Record
-	owner := taskstate.OwnerTag(c.principal)
+	owner := taskstate.OwnerTag(l.c.principal)
 	for _, id := range f.TaskIDs {
 		if !taskstate.ValidID(id) { // cannot exist: not honoured, like any unknown id
 			continue
 		}
 		ref := taskstate.Ref{Owner: owner, ID: id}
-		sub, err := s.hub.Subscribe(ctx, keys.Events(ref))
+		sub, err := s.hub.Subscribe(ctx, s.store.Keys().Events(ref))
 		if err != nil {
-			return nil, err
+			return honored, nil, err
 		}
 		rec, err := s.store.Get(ctx, ref)
 		if err != nil { // unknown, expired or another principal's: not honoured
@@ -124,29 +153,34 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 		}
 		honored.TaskIDs = append(honored.TaskIDs, id)
 		tasks = append(tasks, rec)
-		go forward(sub, "task", ref)
+		go l.forward(lctx, sub, "task", ref)
 	}
+	return honored, tasks, nil
+}
 
-	subMeta := map[string]any{proto.MetaSubscriptionID: c.req.ID}
-	send := func(method string, params map[string]any) {
-		params["_meta"] = subMeta
-		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: method, Params: params})
+// forward moves sub's payloads into l.events (as kind, of task ref) until
+// lctx ends, then closes sub.
+func (l *listener) forward(lctx context.Context, sub *events.Subscription, kind string, ref taskstate.Ref) {
+	defer sub.Close()
+	for {
+		select {
+		case v := <-sub.C:
+			select {
+			case l.events <- listenEvent{kind: kind, payload: v, ref: ref}:
+			case <-lctx.Done():
+				return
+			}
+		case <-lctx.Done():
+			return
+		}
 	}
-	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifySubscribed,
-		Params: map[string]any{"_meta": subMeta, "notifications": honored}})
-	last := map[string]*taskstate.Record{} // by task id: the state the listener saw last
-	sendTask := func(rec *taskstate.Record) {
-		rec.Arguments, rec.Checkpoint, rec.Answers = nil, nil, nil // never shown: not kept for the stream's life
-		last[rec.Ref.ID] = rec
-		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTasks,
-			Params: taskNote{DetailedTask: rec.Detailed(), Meta: subMeta}})
-	}
-	for _, rec := range tasks { // the state as of the acknowledgement
-		sendTask(rec)
-	}
+}
 
-	// unread holds tasks whose record could not be read for an event; they
-	// are read again every rereadEvery until it works.
+// run carries the stream until the server drains (the final result) or
+// ctx ends (the client left, or its key was revoked). A task whose record
+// could not be read for an event is read again every rereadEvery until it
+// works.
+func (l *listener) run(ctx context.Context) (any, error) {
 	unread := map[taskstate.Ref]bool{}
 	var reread <-chan time.Time
 	keepAlive := time.NewTicker(keepAliveEvery)
@@ -156,50 +190,72 @@ func (s *Server) listen(ctx context.Context, c *call) (any, error) {
 			reread = time.After(rereadEvery)
 		}
 		select {
-		case ev := <-events:
-			resync := ev.payload == taskstate.EventResync // the hub reconnected: changes may be lost
-			switch ev.kind {
-			case "list":
-				if f.ToolsListChanged && (resync || ev.payload == taskstate.ListTools) {
-					send(proto.NotifyToolsListChanged, map[string]any{})
-				}
-				if f.PromptsListChanged && (resync || ev.payload == taskstate.ListPrompts) {
-					send(proto.NotifyPromptsListChanged, map[string]any{})
-				}
-				if f.ResourcesListChanged && (resync || ev.payload == taskstate.ListResources) {
-					send(proto.NotifyResourcesChanged, map[string]any{})
-				}
-			case "resource":
-				switch {
-				case resync: // any subscribed resource may have changed meanwhile
-					for _, uri := range f.ResourceSubscriptions { // sorted, without repeats
-						send(proto.NotifyResourceUpdated, map[string]any{"uri": uri})
-					}
-				case slices.Contains(f.ResourceSubscriptions, ev.payload):
-					send(proto.NotifyResourceUpdated, map[string]any{"uri": ev.payload})
-				}
-			case "task":
-				if s.applyTask(ctx, last, ev.ref, taskstate.DecodeEvent(ev.payload), sendTask) {
-					delete(unread, ev.ref)
-				} else {
-					unread[ev.ref] = true
-				}
-			}
+		case ev := <-l.events:
+			l.handle(ctx, ev, unread)
 		case <-reread:
 			reread = nil
 			for ref := range unread {
-				if s.applyTask(ctx, last, ref, taskstate.Event{Resync: true}, sendTask) {
+				if l.s.applyTask(ctx, l.last, ref, events.Event{Resync: true}, l.sendTask) {
 					delete(unread, ref)
 				}
 			}
 		case <-keepAlive.C:
-			c.resp.keepAlive()
-		case <-s.draining:
-			return &proto.Ack{ResultBase: proto.ResultBase{Meta: proto.ResultMeta{proto.MetaSubscriptionID: c.req.ID}}}, nil
+			l.c.resp.keepAlive()
+		case <-l.s.draining:
+			return &proto.Ack{ResultBase: proto.ResultBase{Meta: proto.ResultMeta{proto.MetaSubscriptionID: l.c.req.ID}}}, nil
 		case <-ctx.Done():
 			return nil, endedBy(ctx)
 		}
 	}
+}
+
+// handle sends what one event means to the listener; a task whose record
+// could not be read joins unread.
+func (l *listener) handle(ctx context.Context, ev listenEvent, unread map[taskstate.Ref]bool) {
+	f := l.f
+	resync := ev.payload == events.Resync // the hub reconnected: changes may be lost
+	switch ev.kind {
+	case "list":
+		if f.ToolsListChanged && (resync || ev.payload == catalog.ListTools) {
+			l.send(proto.NotifyToolsListChanged, map[string]any{})
+		}
+		if f.PromptsListChanged && (resync || ev.payload == catalog.ListPrompts) {
+			l.send(proto.NotifyPromptsListChanged, map[string]any{})
+		}
+		if f.ResourcesListChanged && (resync || ev.payload == catalog.ListResources) {
+			l.send(proto.NotifyResourcesChanged, map[string]any{})
+		}
+	case "resource":
+		switch {
+		case resync: // any subscribed resource may have changed meanwhile
+			for _, uri := range f.ResourceSubscriptions { // sorted, without repeats
+				l.send(proto.NotifyResourceUpdated, map[string]any{"uri": uri})
+			}
+		case slices.Contains(f.ResourceSubscriptions, ev.payload):
+			l.send(proto.NotifyResourceUpdated, map[string]any{"uri": ev.payload})
+		}
+	case "task":
+		if l.s.applyTask(ctx, l.last, ev.ref, events.Decode(ev.payload), l.sendTask) {
+			delete(unread, ev.ref)
+		} else {
+			unread[ev.ref] = true
+		}
+	}
+}
+
+// send sends a list or resource notification tagged with the listen's id.
+func (l *listener) send(method string, params map[string]any) {
+	params["_meta"] = l.subMeta
+	l.c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: method, Params: params})
+}
+
+// sendTask sends a task's state as notifications/tasks and keeps it as
+// the one the listener saw last.
+func (l *listener) sendTask(rec *taskstate.Record) {
+	rec.Arguments, rec.Checkpoint, rec.Answers = nil, nil, nil // never shown: not kept for the stream's life
+	l.last[rec.Ref.ID] = rec
+	l.c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyTasks,
+		Params: taskNote{DetailedTask: rec.Detailed(), Meta: l.subMeta}})
 }
 
 // taskNote is the params of notifications/tasks: the task as tasks/get

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mcpq/mcpq/proto"
@@ -91,6 +92,39 @@ func (s *Server) checkVersion(m *proto.RequestMeta) error {
 			Data: proto.UnsupportedVersionData{Supported: s.versions, Requested: m.ProtocolVersion}}
 	}
 	return nil
+}
+
+// modernOn reports whether the server serves the modern era.
+func (s *Server) modernOn() bool { return slices.Contains(s.versions, proto.ProtocolVersion) }
+
+// modernVersion reports whether params carry a modern _meta protocol
+// version: such a request is the modern era's, whatever else it carries
+// (the 2026-07-28 versioning text, "Backward Compatibility"; docs/eras.md).
+func modernVersion(params json.RawMessage) bool {
+	var p struct {
+		Meta struct {
+			Version *string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	_ = decodeJSON(params, &p) // params that do not decode have no modern _meta
+	return p.Meta.Version != nil
+}
+
+// refuseInitialize answers an initialize (without modern _meta) on a server
+// that does not serve the 2025-11-25 era: -32022 naming the versions it
+// serves, as the versioning text asks of a modern-only server (a legacy
+// client has no other way to tell its user why it cannot connect).
+func (s *Server) refuseInitialize(c *call) error {
+	var p proto.InitializeParams
+	if err := decodeParams(c, &p); err != nil {
+		return err
+	}
+	if p.ProtocolVersion == "" {
+		return proto.NewError(proto.CodeInvalidParams, "Invalid params: protocolVersion is required")
+	}
+	return &proto.Error{Code: proto.CodeUnsupportedProtocolVersion,
+		Message: "Unsupported protocol version: this server serves " + strings.Join(s.versions, ", ") + " only; initialize is not served",
+		Data:    proto.UnsupportedVersionData{Supported: s.versions, Requested: p.ProtocolVersion}}
 }
 
 func headerMismatch(format string, args ...any) error {

@@ -171,7 +171,7 @@ func endSpan(span trace.Span, err error) {
 // startSpan starts the request's span. Its parent is the client's W3C
 // trace context: _meta.traceparent (with _meta.tracestate) when given,
 // else the traceparent header. The span context travels in the task's job
-// to the worker (internal/job), so the worker's run and steps join the
+// to the worker (internal/queue), so the worker's run and steps join the
 // client's trace. Without a TracerProvider no span is made (nothing on the
 // hot path): the client's context alone is passed on.
 func (s *Server) startSpan(ctx context.Context, c *call) (context.Context, trace.Span) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // Cache hints: what a client may reuse and for how long.
@@ -25,7 +25,7 @@ func (s *Server) listPrompts(ctx context.Context, c *call) (any, error) {
 	}
 	prompts := []proto.Prompt{}
 	for _, d := range defs {
-		if d.Kind == taskstate.KindPrompt {
+		if d.Kind == catalog.KindPrompt {
 			prompts = append(prompts, *d.Prompt)
 		}
 	}
@@ -42,7 +42,7 @@ func (s *Server) getPrompt(ctx context.Context, c *call) (any, error) {
 	if err := decodeParams(c, &p); err != nil {
 		return nil, err
 	}
-	def, err := s.catalog.get(ctx, taskstate.EntryKey(taskstate.KindPrompt, p.Name))
+	def, err := s.catalog.get(ctx, catalog.EntryKey(catalog.KindPrompt, p.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Server) listResources(ctx context.Context, c *call) (any, error) {
 	}
 	res := []proto.Resource{}
 	for _, d := range defs {
-		if d.Kind == taskstate.KindResource {
+		if d.Kind == catalog.KindResource {
 			res = append(res, *d.Resource)
 		}
 	}
@@ -81,7 +81,7 @@ func (s *Server) listTemplates(ctx context.Context, c *call) (any, error) {
 	}
 	tpls := []proto.ResourceTemplate{}
 	for _, d := range defs {
-		if d.Kind == taskstate.KindTemplate {
+		if d.Kind == catalog.KindTemplate {
 			tpls = append(tpls, *d.Template)
 		}
 	}
@@ -104,7 +104,7 @@ func (s *Server) readResource(ctx context.Context, c *call) (any, error) {
 	if proto.IsBlobURI(p.URI) {
 		return s.readBlob(ctx, c, p.URI)
 	}
-	def, err := s.catalog.get(ctx, taskstate.EntryKey(taskstate.KindResource, p.URI))
+	def, err := s.catalog.get(ctx, catalog.EntryKey(catalog.KindResource, p.URI))
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *Server) readResource(ctx context.Context, c *call) (any, error) {
 			return nil, err
 		}
 		for i := range defs {
-			if defs[i].Kind != taskstate.KindTemplate {
+			if defs[i].Kind != catalog.KindTemplate {
 				continue
 			}
 			if vars, ok := matchTemplate(defs[i].Template.URITemplate, p.URI); ok {
@@ -178,7 +178,7 @@ func (s *Server) complete(ctx context.Context, c *call) (any, error) {
 	if len(p.Ref) == 0 || len(p.Argument) == 0 {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: ref and argument are required")
 	}
-	def, err := s.catalog.get(ctx, taskstate.EntryKey(taskstate.KindCompletion, ""))
+	def, err := s.catalog.get(ctx, catalog.EntryKey(catalog.KindCompletion, ""))
 	if err != nil {
 		return nil, err
 	}

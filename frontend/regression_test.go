@@ -18,6 +18,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // TestStoredResultShapes: the plain answer of a finished call is the
@@ -97,8 +98,8 @@ func TestStoredResultShapes(t *testing.T) {
 // and read.
 //
 // Was a bug: catalog.reloadLocked (frontend/catalog.go) indexes every entry
-// by ToolDef.Tool.Name, while getPrompt, readResource, complete and
-// updateTask look entries up by taskstate.EntryKey ("prompt:<name>",
+// by catalog.Entry.Tool.Name, while getPrompt, readResource, complete and
+// updateTask look entries up by catalog.EntryKey ("prompt:<name>",
 // "resource:<uri>", "completion:", or a task's Tool, which is def.Key()).
 // Non-tool entries have an empty Tool.Name, so they all collide under ""
 // and none is ever found: prompts/get answers "Unknown prompt", a static
@@ -107,8 +108,8 @@ func TestStoredResultShapes(t *testing.T) {
 func TestCatalogKinds(t *testing.T) {
 	e := newEnv(t, redistest.Mini(t), func(c *frontend.Config) { c.SyncWaitLimit = 50 * time.Millisecond })
 	e.publish(
-		taskstate.ToolDef{Kind: taskstate.KindPrompt, Prompt: &proto.Prompt{Name: "hello"}, Queue: "mcpq"},
-		taskstate.ToolDef{Kind: taskstate.KindResource, Resource: &proto.Resource{URI: "file:///a", Name: "a"}, Queue: "mcpq"},
+		catalog.Entry{Kind: catalog.KindPrompt, Prompt: &proto.Prompt{Name: "hello"}, Queue: "mcpq"},
+		catalog.Entry{Kind: catalog.KindResource, Resource: &proto.Resource{URI: "file:///a", Name: "a"}, Queue: "mcpq"},
 	)
 	for _, body := range []string{
 		rpc(1, proto.MethodPromptsGet, metaPlain, map[string]any{"name": "hello"}),

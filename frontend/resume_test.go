@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/frontend/internal/legacy"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 )
@@ -190,13 +191,13 @@ func TestLegacyResumeTaskResult(t *testing.T) {
 		req.Header.Set("Mcp-Session-Id", l.session)
 		related := func(meta any) string { // the related-task _meta's taskId
 			m, _ := meta.(map[string]any)
-			rt, _ := m[proto.MetaRelatedTask].(map[string]any)
+			rt, _ := m[legacy.MetaRelatedTask].(map[string]any)
 			id, _ := rt["taskId"].(string)
 			return id
 		}
 		events := openSSE(t, tsA, req)
 		ev := <-events
-		if ev.data["method"] != proto.NotifyTaskStatus || str(ev.data, "params.status") != "working" || !strings.HasPrefix(ev.id, "r.") {
+		if ev.data["method"] != legacy.NotifyTaskStatus || str(ev.data, "params.status") != "working" || !strings.HasPrefix(ev.id, "r.") {
 			t.Fatalf("first event %+v, want the working status with an id", ev)
 		}
 		a.park(j.Ref, j.Attempt, "ask")
@@ -227,7 +228,7 @@ func TestLegacyResumeTaskResult(t *testing.T) {
 					t.Fatalf("finish after the stream broke: %v", err)
 				}
 				got = append(got, "elicit")
-			case ev.data["method"] == proto.NotifyTaskStatus:
+			case ev.data["method"] == legacy.NotifyTaskStatus:
 				// working again, then completed: statuses are informative
 			default:
 				content, _ := lookup(ev.data, "result.content")
@@ -283,7 +284,7 @@ func TestLegacyGetStreams(t *testing.T) {
 		newestCtx, closeNewest := context.WithCancel(ctx)
 		newest := get(newestCtx, tsB, "")
 
-		if err := a.store.AnnounceListChanged(ctx, "tools"); err != nil {
+		if err := a.store.Catalog().AnnounceListChanged(ctx, "tools"); err != nil {
 			t.Fatal(err)
 		}
 		if ev := next(newest); ev.data["method"] != proto.NotifyToolsListChanged || ev.id == "" {
@@ -299,7 +300,7 @@ func TestLegacyGetStreams(t *testing.T) {
 		var lastSeen string
 		for status := ""; status != "cancelled"; {
 			ev := next(newest)
-			if ev.data["method"] != proto.NotifyTaskStatus || str(ev.data, "params.taskId") != taskID {
+			if ev.data["method"] != legacy.NotifyTaskStatus || str(ev.data, "params.taskId") != taskID {
 				t.Fatalf("GET stream got %+v, want the task's status", ev.data)
 			}
 			status, lastSeen = str(ev.data, "params.status"), ev.id
@@ -309,7 +310,7 @@ func TestLegacyGetStreams(t *testing.T) {
 		// never got the ones above.
 		closeNewest()
 		for got := false; !got; {
-			if err := a.store.AnnounceListChanged(ctx, "prompts"); err != nil {
+			if err := a.store.Catalog().AnnounceListChanged(ctx, "prompts"); err != nil {
 				t.Fatal(err)
 			}
 			select {

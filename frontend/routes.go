@@ -49,3 +49,21 @@ func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Allow", http.MethodPost)
 	http.Error(w, "only POST is served on /mcp", http.StatusMethodNotAllowed)
 }
+
+// serveGet and serveDelete serve GET and DELETE /mcp: an era's (a 2025-11-25
+// session's stream and end, hook.go), else the modern transport's 405.
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
+	if s.era == nil {
+		methodNotAllowed(w, r)
+		return
+	}
+	s.era.serveGet(w, r)
+}
+
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if s.era == nil {
+		methodNotAllowed(w, r)
+		return
+	}
+	s.era.serveDelete(w, r)
+}

@@ -7,209 +7,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hibiken/asynq"
-
-	"github.com/mcpq/mcpq/internal/job"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // keepAliveEvery is how often a long wait writes an SSE comment.
 const keepAliveEvery = 15 * time.Second
-
-// invocation is one run of a catalog entry for a request: a tool call, a
-// prompt, a resource read or a completion. All of them are task records run
-// by workers, so each may ask for input (MRTR) the same way.
-type invocation struct {
-	def *taskstate.ToolDef
-	// method and name identify the request a requestState is bound to.
-	method, name string
-	// args is the job's arguments object.
-	args json.RawMessage
-	// responses and state are the MRTR retry's inputResponses and requestState.
-	responses json.RawMessage
-	state     *string
-}
-
-// invoke runs inv with the server-directed decision (README, "How a call runs"): a sync
-// entry is waited for; a task tool answers a task at once (or, with a sync
-// budget, after gathering input by MRTR); an auto tool waits its budget and
-// then answers a task to a client with the Tasks extension, and keeps
-// waiting for one without. Input asked while the request still waits is
-// answered as an InputRequiredResult whose requestState names the task.
-func (s *Server) invoke(ctx context.Context, c *call, inv invocation) (any, error) {
-	declared := c.tasksDeclared()
-	policy := inv.def.Policy
-	if inv.def.Kind != taskstate.KindTool {
-		policy = proto.PolicySync
-	} else if policy == "" {
-		policy = proto.PolicyAuto
-	}
-	if policy == proto.PolicyTask && !declared {
-		return nil, proto.MissingTasksExtension()
-	}
-	status := "Queued"
-	if inv.state == nil && !inv.def.Served(s.store.Now()) {
-		// No live worker serves the entry (catalog.go): never a silent wait.
-		if policy == proto.PolicySync || (policy == proto.PolicyAuto && !declared) {
-			return nil, noWorker(inv)
-		}
-		status = fmt.Sprintf("Queued: waiting for a worker of queue %s (none serves %s now)", inv.def.Queue, inv.name)
-	}
-	owner := taskstate.OwnerTag(c.principal)
-	bind := func() string { return binding(inv.method, inv.name, inv.args) } // only MRTR needs it
-
-	var (
-		ref taskstate.Ref
-		sub *taskstate.Subscription
-		rec *taskstate.Record
-		err error
-	)
-	if inv.state != nil {
-		st, err := s.verifyState(*inv.state, owner, bind(), s.cfg.Clock())
-		if err != nil {
-			return nil, err
-		}
-		ref = taskstate.Ref{Owner: owner, ID: st.TaskID}
-		if sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref)); err != nil {
-			return nil, err
-		}
-		defer sub.Close()
-		if rec, err = s.deliverAnswers(ctx, ref, inv); err != nil {
-			return nil, err
-		}
-	} else {
-		ref = taskstate.Ref{Owner: owner, ID: taskstate.NewID()}
-		handOut := (policy == proto.PolicyTask && inv.def.SyncBudgetMs <= 0) || c.legacyTask
-		// Subscribe before the create, so no state change can be missed. A
-		// call that relays no notification (no progress token, no log
-		// level) needs only the states, so it waits for Redis's confirmation
-		// after the create (one round trip less): the create counts the
-		// channel's subscribers first, and when ours was not among them
-		// yet, the record is read once the subscription is confirmed.
-		overlap := !handOut && len(c.meta.ProgressToken) == 0 && proto.LoggingLevel(c.meta.LogLevel).Severity() < 0
-		var listening bool
-		switch {
-		case overlap:
-			sub, err = s.hub.Start(ctx, s.store.Keys().Events(ref))
-		case !handOut:
-			sub, err = s.hub.Subscribe(ctx, s.store.Keys().Events(ref))
-		}
-		if err != nil {
-			return nil, err
-		}
-		if sub != nil {
-			defer sub.Close()
-		}
-		if s.cfg.MaxArgumentBytes > 0 && int64(len(inv.args)) > s.cfg.MaxArgumentBytes {
-			return nil, proto.NewError(proto.CodeInvalidParams, "Invalid params: arguments are %d bytes, more than the %d allowed per call",
-				len(inv.args), s.cfg.MaxArgumentBytes)
-		}
-		caps, _ := encodeJSON(c.meta.ClientCapabilities)
-		p := taskstate.CreateParams{
-			ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
-			TTLMs: s.ttlFor(inv.def, c.requestedTTL), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
-			StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
-			MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0),
-		}
-		if overlap {
-			p.Listening = &listening
-		}
-		if err := s.bill(c, inv, &p); err != nil {
-			return nil, err
-		}
-		if s.cfg.InlineMaxArgumentBytes >= 0 && len(inv.args) > s.cfg.InlineMaxArgumentBytes {
-			if p.ArgumentsRef, err = s.storeArguments(ctx, ref.ID, inv.args); err != nil {
-				return nil, err
-			}
-		}
-		if rec, err = s.create(ctx, p, inv.def); err != nil {
-			if p.ArgumentsRef != "" {
-				s.dropArguments(ctx, p.ArgumentsRef, err)
-			}
-			if fe := (*taskstate.FundsError)(nil); errors.As(err, &fe) {
-				s.metrics.billing.Refused(inv.def.Key())
-				return fundsResult(inv.name, fe), nil
-			}
-			return nil, err
-		}
-		if rec.Ref == ref {
-			s.metrics.created.WithLabelValues(inv.def.Key()).Inc()
-			if p.Reserve != nil {
-				s.metrics.billing.Reserved(inv.def.Key(), *p.Reserve)
-			}
-		} else { // an idempotency key's retry: the first call's task
-			if p.ArgumentsRef != "" { // stored for a task that was not made
-				if derr := s.cfg.Blobs.Delete(context.WithoutCancel(ctx), p.ArgumentsRef); derr != nil {
-					s.log.Warn("delete the arguments of a replayed call (the age sweep will)", "key", p.ArgumentsRef, "err", derr)
-				}
-			}
-			ref = rec.Ref
-			if !handOut {
-				replayed, err := s.hub.Subscribe(ctx, s.store.Keys().Events(ref))
-				if err != nil {
-					return nil, err
-				}
-				defer replayed.Close()
-				sub = replayed
-				if rec, err = s.store.Get(ctx, ref); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if handOut {
-			return createTaskResult(rec), nil
-		}
-		if overlap && rec.Ref == ref {
-			if sub.Confirmed(ctx) != nil {
-				return nil, s.abandoned(ctx, c, ref)
-			}
-			if !listening { // an event may have come before the subscription
-				if rec, err = s.store.Get(ctx, ref); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if c.session != nil && c.req.Method == proto.MethodToolsCall {
-			s.holdResumable(ctx, c, ref)
-		}
-	}
-
-	wait := s.cfg.SyncWaitLimit
-	switch {
-	case policy == proto.PolicyTask:
-		wait = time.Duration(inv.def.SyncBudgetMs) * time.Millisecond
-	case policy == proto.PolicyAuto && declared:
-		wait = s.cfg.SyncBudget
-		if inv.def.SyncBudgetMs > 0 {
-			wait = time.Duration(inv.def.SyncBudgetMs) * time.Millisecond
-		}
-	}
-	waitStart := time.Now()
-	if !settled(rec) {
-		// Only a task policy answers a completed task with more than its
-		// result (createTaskResult).
-		if rec, err = s.awaitSettled(ctx, c, sub, ref, wait, policy != proto.PolicyTask); err != nil {
-			return nil, err
-		}
-	}
-
-	switch {
-	case rec.Status == proto.StatusInputRequired && c.session != nil:
-		return s.relayInput(ctx, c, sub, rec, waitStart, wait)
-	case rec.Status == proto.StatusInputRequired:
-		return s.askInput(ctx, c, rec, bind())
-	case policy == proto.PolicyTask:
-		return createTaskResult(rec), nil
-	case rec.Status.Terminal():
-		return finalResult(rec)
-	case policy == proto.PolicyAuto && declared:
-		return createTaskResult(rec), nil
-	}
-	// Held open as long as allowed and still not done: give up the work too.
-	_ = s.store.RequestCancel(context.WithoutCancel(ctx), ref)
-	return nil, proto.NewError(proto.CodeInternalError, "Timed out after %s waiting for %s", wait, inv.name)
-}
 
 // noWorker is the answer to a call that cannot become a task while no
 // live worker serves its entry.
@@ -270,7 +75,7 @@ func (s *Server) deliverAnswers(ctx context.Context, ref taskstate.Ref, inv invo
 // that answers a completed task with its result alone (finalResult) sets
 // resultOnly: an event that carries the result then ends the wait without
 // reading the record (the record returned holds what the event said).
-func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subscription, ref taskstate.Ref, d time.Duration,
+func (s *Server) awaitSettled(ctx context.Context, c *call, sub *events.Subscription, ref taskstate.Ref, d time.Duration,
 	resultOnly bool) (*taskstate.Record, error) {
 	ctx, stopWatch := s.watchAuth(ctx, c)
 	defer stopWatch()
@@ -284,8 +89,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 	}
 	var prime <-chan time.Time
 	if c.resp.log != nil && !c.resp.resumable() {
-		// A held legacy call still running after the sync budget opens its
-		// stream, so its first event id lets a client resume it.
+		// A held call with a resumable stream (an era's, hook.go) still
+		// running after the sync budget opens its stream, so its first
+		// event id lets a client resume it.
 		t := time.NewTimer(s.cfg.SyncBudget)
 		defer t.Stop()
 		prime = t.C
@@ -293,7 +99,7 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 	for {
 		select {
 		case payload := <-sub.C:
-			ev := taskstate.DecodeEvent(payload)
+			ev := events.Decode(payload)
 			if ev.Notification != "" {
 				s.relay(c, ev.Notification)
 				continue
@@ -304,11 +110,8 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 				}
 				c.seen = ev.Version
 			}
-			if ev.Status == proto.StatusWorking && ev.StatusMessage != "" && c.session != nil {
-				s.statusProgress(c, ev.StatusMessage)
-			}
-			if c.watched != nil && ev.Version > 0 && ev.Status != "" {
-				taskStatus(c, ev)
+			if c.hook != nil {
+				c.hook.State(ev)
 			}
 			// A resync means events were lost while the hub reconnected:
 			// the record tells whether the task settled meanwhile.
@@ -337,8 +140,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *taskstate.Subsc
 
 // abandoned ends a wait whose ctx ended: the client went away, or its key
 // was revoked. Nobody can receive the call's answer, unless it resumes the
-// stream (sselog.go; the task then runs on, bounded by its TTL), so the
-// task is cancelled; a tasks/result (c.observer) only stops watching.
+// stream (a resumable one, an era's; the task then runs on, bounded by its
+// TTL), so the task is cancelled; a request that only watches the task
+// (c.observer, a 2025-11-25 tasks/result) only stops watching.
 func (s *Server) abandoned(ctx context.Context, c *call, ref taskstate.Ref) error {
 	resumable := c.resp.resumable() && !errors.Is(context.Cause(ctx), errRevoked)
 	if !c.observer && !resumable {
@@ -368,7 +172,7 @@ func (s *Server) relay(c *call, raw string) {
 			return
 		}
 		if c.progressSent && p.Progress <= c.progress {
-			return // progress only increases, also between the tool's own and statusProgress's
+			return // progress only increases, also between the tool's own and an era's (NextProgress)
 		}
 		c.progress, c.progressSent = p.Progress, true
 		p.ProgressToken = c.meta.ProgressToken
@@ -381,22 +185,6 @@ func (s *Server) relay(c *call, raw string) {
 		}
 		c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: n.Method, Params: p})
 	}
-}
-
-// statusProgress sends a legacy call's statusMessage update as
-// notifications/progress (the 2025-11-25 client has no tasks/get to read it
-// from): one step past the last progress sent, with the message; the
-// message sent last is not sent again.
-func (s *Server) statusProgress(c *call, msg string) {
-	if len(c.meta.ProgressToken) == 0 || (c.progressSent && msg == c.progressMessage) {
-		return
-	}
-	if c.progressSent {
-		c.progress++
-	}
-	c.progressSent, c.progressMessage = true, msg
-	c.resp.notify(proto.Notification{JSONRPC: proto.JSONRPCVersion, Method: proto.NotifyProgress,
-		Params: proto.ProgressParams{ProgressToken: c.meta.ProgressToken, Progress: c.progress, Message: msg}})
 }
 
 // askInput answers the input a parked task asks for as an
@@ -432,20 +220,20 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 }
 
 // create writes a new task's record and enqueues its job. With the default
-// enqueuer both go to Redis in one round trip (taskstate.JobCapture): the
-// enqueue is captured first and sent in the same pipeline, after the record.
-func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *taskstate.ToolDef) (*taskstate.Record, error) {
+// enqueuer both go to Redis in one round trip: the enqueue is captured
+// first (internal/queue) and sent in the same pipeline, after the record.
+func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *catalog.Entry) (*taskstate.Record, error) {
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}
-	if s.captureJobs {
-		cctx, job := taskstate.CaptureJob(ctx)
-		if err := s.submit(cctx, ref, def, 0); err != nil {
+	if s.jobs != nil {
+		job, err := s.jobs.Capture(ctx, queueJob(jobOf(ref, def, 0)))
+		if err != nil {
 			return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
 		}
-		p.Job = job
+		p.Job = job // nil when nothing was captured: enqueued after the record
 	}
 	rec, err := s.store.Create(ctx, p)
 	var jobErr *taskstate.JobError
-	if p.Job.Captured() && (rec == nil || rec.Ref != ref) && !errors.As(err, &jobErr) {
+	if p.Job != nil && (rec == nil || rec.Ref != ref) && !errors.As(err, &jobErr) {
 		// Refused (no funds, a cap) or replayed (an idempotency key's first
 		// task answers): the job sent with the record names no record, so it
 		// goes, and no job is left without its record and reservation. A
@@ -457,13 +245,13 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 		s.unscheduled(ctx, rec)
 		return nil, fmt.Errorf("enqueue task %s: %w", ref.ID, err)
 	case errors.Is(err, taskstate.ErrNotReplicated): // written: run it, but do not acknowledge it
-		if !p.Job.Captured() {
+		if p.Job == nil {
 			_ = s.enqueue(ctx, rec, def, 0)
 		}
 		return nil, err
 	case err != nil:
 		return nil, err
-	case p.Job.Captured(), rec.Ref != ref: // enqueued with the record, or replayed: enqueued by its first call
+	case p.Job != nil, rec.Ref != ref: // enqueued with the record, or replayed: enqueued by its first call
 		return rec, nil
 	}
 	return rec, s.enqueue(ctx, rec, def, 0)
@@ -472,16 +260,16 @@ func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *task
 // dropJob deletes the first job of ref, sent with a record that was not
 // written. A job already taken by a worker is not there to delete, and is
 // a no-op there.
-func (s *Server) dropJob(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef) {
-	err := s.inspector.DeleteTask(s.store.Keys().Queue(def.Queue), job.ID(ref, 0))
-	if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && ctx.Err() == nil {
+func (s *Server) dropJob(ctx context.Context, ref taskstate.Ref, def *catalog.Entry) {
+	err := s.jobs.Drop(queueJob(jobOf(ref, def, 0)))
+	if err != nil && ctx.Err() == nil {
 		s.log.Debug("job of a refused create not deleted", "task", ref.ID, "err", err)
 	}
 }
 
 // enqueue puts the task's job on its queue; an id conflict means it is
 // there already. A first run that cannot be enqueued fails the task.
-func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskstate.ToolDef, resume int64) error {
+func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *catalog.Entry, resume int64) error {
 	err := s.submit(ctx, rec.Ref, def, resume)
 	if err == nil {
 		return nil
@@ -493,9 +281,14 @@ func (s *Server) enqueue(ctx context.Context, rec *taskstate.Record, def *taskst
 }
 
 // submit hands the job of ref's run number resume to the enqueuer, on its
-// entry's queue (job.Enqueue: a repeated enqueue is a harmless conflict).
-func (s *Server) submit(ctx context.Context, ref taskstate.Ref, def *taskstate.ToolDef, resume int64) error {
-	return job.Enqueue(ctx, s.cfg.Enqueuer, ref, resume, s.store.Keys().Queue(def.Queue), s.cfg.MaxTTL)
+// entry's queue (a repeated enqueue is a harmless conflict).
+func (s *Server) submit(ctx context.Context, ref taskstate.Ref, def *catalog.Entry, resume int64) error {
+	return s.cfg.Enqueuer.Enqueue(ctx, jobOf(ref, def, resume))
+}
+
+// jobOf is the job of ref's run number seq, for its catalog entry def.
+func jobOf(ref taskstate.Ref, def *catalog.Entry, seq int64) Job {
+	return Job{Task: ref, Tool: def.Key(), Seq: seq, Queue: def.Queue}
 }
 
 // unscheduled ends a new record nothing will run, rather than leave it working.
@@ -506,14 +299,14 @@ func (s *Server) unscheduled(ctx context.Context, rec *taskstate.Record) {
 }
 
 // ttlFor is the task lifetime of an entry's calls, capped by MaxTTL; nil is
-// unlimited. A requested TTL (a 2025-11-25 task.ttl; nil: none) shortens it,
-// never lengthens it.
-func (s *Server) ttlFor(def *taskstate.ToolDef, requested *int64) *int64 {
+// unlimited. A requested TTL (call.ttl, a 2025-11-25 task.ttl; nil: none)
+// shortens it, never lengthens it.
+func (s *Server) ttlFor(def *catalog.Entry, requested *int64) *int64 {
 	ttl := s.cfg.DefaultTTL
 	switch {
-	case def.TTLMs == taskstate.UnlimitedTTL && s.cfg.AllowUnlimitedTTL:
+	case def.TTLMs == catalog.UnlimitedTTL && s.cfg.AllowUnlimitedTTL:
 		return requested
-	case def.TTLMs == taskstate.UnlimitedTTL:
+	case def.TTLMs == catalog.UnlimitedTTL:
 		ttl = s.cfg.MaxTTL
 	case def.TTLMs > 0:
 		ttl = time.Duration(def.TTLMs) * time.Millisecond
@@ -525,7 +318,7 @@ func (s *Server) ttlFor(def *taskstate.ToolDef, requested *int64) *int64 {
 	return &ms
 }
 
-func (s *Server) pollFor(def *taskstate.ToolDef) time.Duration {
+func (s *Server) pollFor(def *catalog.Entry) time.Duration {
 	if def.PollIntervalMs > 0 {
 		return time.Duration(def.PollIntervalMs) * time.Millisecond
 	}

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,12 +9,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/billmetrics"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // Server is a stateless MCP front end.
@@ -25,23 +26,22 @@ type Server struct {
 	drainOnce  sync.Once
 	cfg        Config
 	store      *taskstate.Store
-	hub        *taskstate.Hub
-	catalog    *catalog
+	buckets    *access.Store // Config.RateLimit's request buckets
+	hub        *events.Hub
+	catalog    *catalogCache
 	listens    listenCounts // open listen streams per principal
 	hosts      hostList     // AllowedOrigins as Host headers match them
 	log        *slog.Logger
 	metrics    *metrics
 	tracer     trace.Tracer // nil: tracing off
+	era        eraServer    // the 2025-11-25 era's requests (hook.go); nil when Config.Eras leaves it out
 	resultMeta proto.ResultMeta
 	// versions are the protocol versions served (Config.Eras).
 	versions []string
 	methods  map[string]method
-	// captureJobs: the enqueuer is the default asynq client on a
-	// taskstate.JobCapture, so a create sends record and job together.
-	captureJobs bool
-	// inspector deletes a captured job whose record was refused (run.go's
-	// create); set with captureJobs.
-	inspector *asynq.Inspector
+	// jobs is the default enqueuer (Config.Enqueuer nil): mcpq's queue,
+	// whose create sends record and job together (run.go's create).
+	jobs *queue.Client
 }
 
 // method serves one JSON-RPC method.
@@ -56,57 +56,47 @@ type call struct {
 	names     *routing // params fields decoded with _meta
 	resp      *responder
 	trace     trace.SpanContext // the request's span (or the client's), for log lines
-	// legacy: the request is served in the 2025-11-25 era.
-	legacy bool
-	// session is the legacy session the request belongs to (nil: modern).
-	session *taskstate.Session
-	// progress is the last notifications/progress value sent (legacy
-	// calls number their statusMessage updates after it).
+	// hook is the era that claimed the request (hook.go); nil for a
+	// modern request.
+	hook callHook
+	// progress is the last notifications/progress value sent (it only
+	// increases; an era numbers its own progress after it).
 	progress     float64
 	progressSent bool
-	// progressMessage is the message of that notification: the same
-	// statusMessage again (a stale event, see seen) is not sent twice.
-	progressMessage string
-	// legacyTask: a 2025-11-25 tools/call with a task parameter, answered
-	// with a task at once.
-	legacyTask bool
-	// requestedTTL is that parameter's ttl (ms; nil: none asked), honoured
-	// up to the tool's TTL (ttlFor).
-	requestedTTL *int64
-	// observer: the request only watches a task (2025-11-25 tasks/result);
-	// leaving or timing out does not cancel it.
+	// taskNow: answer a task at once, whatever the policy's sync budget
+	// (a 2025-11-25 task-augmented call); it declares the Tasks extension.
+	taskNow bool
+	// ttl is the lifetime such a call asked for (ms; nil: none asked),
+	// honoured up to the tool's TTL (ttlFor).
+	ttl *int64
+	// observer: the request only watches a task (2025-11-25
+	// tasks/result); leaving or timing out does not cancel it.
 	observer bool
-	// watched is the task a 2025-11-25 tasks/result waits for, as it was
-	// when the wait began: its status changes go out as
-	// notifications/tasks/status on the request's stream.
-	watched *taskstate.Record
-	// asked holds the input request keys a resumed call's stream carried
-	// already (sselog.go); relayInput does not ask them again.
-	asked map[string]bool
 	// seen is the newest version of the task this request has shown (the
 	// events it took, the record a tasks/result starts from): awaitSettled
 	// skips events at or below it. A Redis Cluster
 	// delivers a publish to subscribers on other nodes later, so an event
 	// can arrive after a newer one, or after a subscription made once the
-	// change was shown (a resumed stream: progressMessage).
+	// change was shown (a resumed stream).
 	seen int64
 }
 
 // tasksDeclared reports whether the request declared the Tasks extension.
 func (c *call) tasksDeclared() bool {
-	return c.legacyTask || c.meta.ClientCapabilities.HasExtension(proto.TasksExtension)
+	return c.taskNow || c.meta.ClientCapabilities.HasExtension(proto.TasksExtension)
 }
 
 // New returns a Server. Close releases its pub/sub connection.
 func New(cfg Config) (*Server, error) {
-	captureJobs := cfg.Enqueuer == nil && cfg.Redis != nil
-	if captureJobs {
-		keys := taskstate.Keys{Prefix: cmp.Or(cfg.Prefix, taskstate.DefaultPrefix)}
-		// Enqueues outside a create (a resume after input) wake idle workers too.
-		cfg.Enqueuer = asynq.NewClientFromRedisClient(taskstate.NewJobCapture(taskstate.NewWakingClient(cfg.Redis, keys)))
-	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
+	}
+	var jobs *queue.Client
+	if cfg.Enqueuer == nil {
+		// Its enqueues outside a create (a resume after input) wake idle
+		// workers too.
+		jobs = queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL, Capture: true})
+		cfg.Enqueuer = queueEnqueuer{jobs}
 	}
 	billing := billmetrics.New(cfg.Metrics)
 	store := taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
@@ -121,20 +111,18 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{
-		stateKey:    key,
-		draining:    make(chan struct{}),
-		cfg:         cfg,
-		store:       store,
-		hub:         taskstate.NewHub(cfg.Redis),
-		catalog:     newCatalog(store, cfg.CatalogTTL, cfg.Logger),
-		log:         cfg.Logger,
-		resultMeta:  proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
-		captureJobs: captureJobs,
-		versions:    cfg.Eras,
-		hosts:       allowHosts(cfg.AllowedOrigins),
-	}
-	if captureJobs {
-		s.inspector = asynq.NewInspectorFromRedisClient(cfg.Redis)
+		stateKey:   key,
+		draining:   make(chan struct{}),
+		cfg:        cfg,
+		store:      store,
+		buckets:    access.New(cfg.Redis, cfg.Prefix, cfg.Clock),
+		hub:        events.NewHub(cfg.Redis),
+		catalog:    newCatalog(store, cfg.CatalogTTL, cfg.Logger),
+		log:        cfg.Logger,
+		resultMeta: proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
+		jobs:       jobs,
+		versions:   cfg.Eras,
+		hosts:      allowHosts(cfg.AllowedOrigins),
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,
@@ -152,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 		proto.MethodResourcesRead:      s.readResource,
 		proto.MethodComplete:           s.complete,
 	}
+	s.era = s.plugLegacy() // frontend/era.go
 	s.metrics = newMetrics(cfg.Metrics, s.methods, billing)
 	if cfg.TracerProvider != nil {
 		s.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/frontend")

@@ -10,7 +10,8 @@ import (
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // TestNoLiveWorker: tools/list shows only entries a live worker serves; a
@@ -25,13 +26,13 @@ func TestNoLiveWorker(t *testing.T) {
 		e := newEnv(t, b, func(c *frontend.Config) { c.CatalogTTL = time.Hour }) // cached: only the clock hides
 		e.enq.setHold(true)
 		ctx := context.Background()
-		gpu := func(name string, policy proto.Policy) taskstate.ToolDef {
-			return taskstate.ToolDef{Tool: proto.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		gpu := func(name string, policy proto.Policy) catalog.Entry {
+			return catalog.Entry{Tool: proto.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
 				Policy: policy, Queue: "gpu"}
 		}
-		defs := []taskstate.ToolDef{gpu("gpu_sync", proto.PolicySync), gpu("gpu_auto", proto.PolicyAuto),
+		defs := []catalog.Entry{gpu("gpu_sync", proto.PolicySync), gpu("gpu_auto", proto.PolicyAuto),
 			gpu("gpu_task", proto.PolicyTask)}
-		if err := e.store.PublishTools(ctx, defs); err != nil { // published, no live worker
+		if err := e.store.Catalog().Publish(ctx, defs); err != nil { // published, no live worker
 			t.Fatal(err)
 		}
 		listed := func() []string {
@@ -62,7 +63,7 @@ func TestNoLiveWorker(t *testing.T) {
 
 		// A worker comes: a call looks the catalog up again at once.
 		keys := []string{"gpu_sync", "gpu_auto", "gpu_task"}
-		if _, err := e.store.ServeEntries(ctx, keys, e.clock.Now().Add(15*time.Second)); err != nil {
+		if _, err := e.store.Catalog().Serve(ctx, keys, e.clock.Now().Add(15*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(150 * time.Millisecond) // past the catalog's minimum reload interval (not a pass/fail timing)
@@ -72,7 +73,7 @@ func TestNoLiveWorker(t *testing.T) {
 			t.Fatalf("tools/list %v: want the gpu tools back", got)
 		}
 
-		lists, err := taskstate.NewHub(b.Client).Subscribe(ctx, e.store.Keys().Lists())
+		lists, err := events.NewHub(b.Client).Subscribe(ctx, e.store.Catalog().Keys().Lists())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +86,7 @@ func TestNoLiveWorker(t *testing.T) {
 		mustMatch(t, rep, 200, `{"error":{"code":-32603}}`)
 		select {
 		case got := <-lists.C:
-			if got != taskstate.ListTools {
+			if got != catalog.ListTools {
 				t.Fatalf("Lists got %q", got)
 			}
 		case <-time.After(waitBound):

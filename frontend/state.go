@@ -48,10 +48,10 @@ func errBadState(why string) error {
 func stateKeyFromRedis(ctx context.Context, rdb redis.UniversalClient, keys taskstate.Keys) ([]byte, error) {
 	var fresh [32]byte
 	_, _ = rand.Read(fresh[:])
-	if err := rdb.SetNX(ctx, keys.StateKey(), base64.StdEncoding.EncodeToString(fresh[:]), 0).Err(); err != nil {
+	if err := rdb.SetNX(ctx, stateKeyName(keys.Prefix), base64.StdEncoding.EncodeToString(fresh[:]), 0).Err(); err != nil {
 		return nil, err
 	}
-	v, err := rdb.Get(ctx, keys.StateKey()).Result()
+	v, err := rdb.Get(ctx, stateKeyName(keys.Prefix)).Result()
 	if err != nil {
 		return nil, err
 	}

@@ -16,9 +16,9 @@ type responder struct {
 	sseOK     bool // the client accepts text/event-stream
 	streaming bool
 	done      bool
-	// log, when set, makes the stream resumable (sselog.go): each event is
-	// appended to the session's Redis log first and carries its id.
-	log *eventLog
+	// log, when set, makes the stream resumable (an era's, hook.go): each
+	// event is logged first and carries its id.
+	log eventLog
 }
 
 func newResponder(w http.ResponseWriter, r *http.Request) *responder {
@@ -50,7 +50,7 @@ func (r *responder) startStream() bool {
 	h.Set("X-Accel-Buffering", "no")
 	r.w.WriteHeader(http.StatusOK)
 	r.streaming = true
-	if r.log != nil && r.log.prime {
+	if r.log != nil && r.log.Prime() {
 		// An event id before anything else, so a client that loses the
 		// connection can resume (2025-11-25 transports, POST streams).
 		r.event(nil, false)
@@ -89,7 +89,7 @@ func (r *responder) keepAlive() {
 // data); final marks the request's final response.
 func (r *responder) event(b []byte, final bool) {
 	if r.log != nil {
-		if id := r.log.append(b, final); id != "" {
+		if id := r.log.Append(b, final); id != "" {
 			_, _ = r.w.Write([]byte("id: " + id + "\n"))
 		}
 	}
@@ -123,4 +123,12 @@ func (r *responder) finish(status int, b []byte) {
 	r.w.Header().Set("Content-Type", "application/json")
 	r.w.WriteHeader(status)
 	_, _ = r.w.Write(b)
+}
+
+// resumable reports whether a client that loses this stream can resume it:
+// it is logged and has sent an event (with an id) already.
+func (r *responder) resumable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.log != nil && r.streaming
 }

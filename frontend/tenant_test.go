@@ -110,7 +110,7 @@ func TestTenantRevocationEndsLongRequests(t *testing.T) {
 		fe1, fe2 := httptest.NewServer(e1.h), httptest.NewServer(e2.h)
 		defer fe1.Close()
 		defer fe2.Close()
-		key, info, err := e1.store.CreateKey(context.Background(), "carol")
+		key, info, err := e1.access.CreateKey(context.Background(), "carol")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestTenantRevocationEndsLongRequests(t *testing.T) {
 			held <- err
 		}()
 		j := e2.enq.nextJob(t) // the held call's task exists
-		if err := e1.store.RevokeKey(context.Background(), info.ID); err != nil {
+		if err := e1.access.RevokeKey(context.Background(), info.ID); err != nil {
 			t.Fatal(err)
 		}
 		revokedAt := time.Now()

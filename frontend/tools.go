@@ -5,7 +5,7 @@ import (
 
 	"github.com/mcpq/mcpq/internal/argcheck"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
@@ -23,10 +23,10 @@ func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if def == nil || def.Kind != taskstate.KindTool {
+	if def == nil || def.Kind != catalog.KindTool {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", p.Name)
 	}
-	if c.session == nil { // Mcp-Param-* headers are the modern transport's
+	if c.hook == nil { // Mcp-Param-* headers are the modern transport's
 		if err := checkParamHeaders(c.httpReq.Header, def.Tool.InputSchema, p.Arguments); err != nil {
 			return nil, err
 		}
@@ -45,7 +45,7 @@ func (s *Server) listTools(ctx context.Context, c *call) (any, error) {
 	}
 	tools := []proto.Tool{}
 	for _, d := range defs {
-		if d.Kind == taskstate.KindTool {
+		if d.Kind == catalog.KindTool {
 			tools = append(tools, d.Tool)
 		}
 	}

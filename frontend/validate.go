@@ -4,7 +4,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/mcpq/mcpq/internal/argcheck"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // Tool arguments are validated against the tool's inputSchema before any
@@ -14,11 +14,11 @@ import (
 // catalog key, reusing prev's resolution of a schema text that did not
 // change: a catalog reload resolves only new schemas, and a call none. A
 // schema argcheck cannot resolve is left out (nothing is checked).
-func resolveSchemas(defs []taskstate.ToolDef, prev map[string]*jsonschema.Resolved) (byKey, bySchema map[string]*jsonschema.Resolved) {
+func resolveSchemas(defs []catalog.Entry, prev map[string]*jsonschema.Resolved) (byKey, bySchema map[string]*jsonschema.Resolved) {
 	byKey, bySchema = map[string]*jsonschema.Resolved{}, map[string]*jsonschema.Resolved{}
 	for i := range defs {
 		d := &defs[i]
-		if d.Kind != taskstate.KindTool || len(d.Tool.InputSchema) == 0 {
+		if d.Kind != catalog.KindTool || len(d.Tool.InputSchema) == 0 {
 			continue
 		}
 		text := string(d.Tool.InputSchema)
@@ -38,7 +38,7 @@ func resolveSchemas(defs []taskstate.ToolDef, prev map[string]*jsonschema.Resolv
 
 // argSchema is the resolved inputSchema of the tool with catalog key key
 // (nil: nothing to check).
-func (c *catalog) argSchema(key string) *jsonschema.Resolved {
+func (c *catalogCache) argSchema(key string) *jsonschema.Resolved {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.argSchemas[key]

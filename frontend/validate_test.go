@@ -9,7 +9,7 @@ import (
 
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // strictSchema is the inputSchema of toolStrict, shaped as worker.NewTool
@@ -28,7 +28,7 @@ const toolStrict = "strict_job" // task policy, held
 func TestInvalidArgumentsNoTask(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b, nil)
-		e.publish(taskstate.ToolDef{Tool: proto.Tool{Name: toolStrict,
+		e.publish(catalog.Entry{Tool: proto.Tool{Name: toolStrict,
 			InputSchema: json.RawMessage(strictSchema)}, Policy: proto.PolicyTask, Queue: "mcpq"})
 		cases := []struct {
 			name string

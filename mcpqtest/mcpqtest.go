@@ -27,12 +27,14 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/internal/argcheck"
+	"github.com/mcpq/mcpq/internal/queue"
+	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -53,12 +55,12 @@ const defaultTTL = time.Hour
 
 // Env is a worker serving tools on an embedded Redis.
 type Env struct {
-	store  *taskstate.Store
-	rdb    *redis.Client
-	hub    *taskstate.Hub
-	client *asynq.Client
-	clock  *clock
-	tools  map[string]*tool
+	store *taskstate.Store
+	rdb   *redis.Client
+	hub   *events.Hub
+	jobs  *queue.Client
+	clock *clock
+	tools map[string]*tool
 
 	mu      sync.Mutex
 	started map[string][]int64 // attempts whose handler started, by task id
@@ -107,31 +109,12 @@ func New(t testing.TB, tools ...worker.Tool) *Env {
 		rdb.Close()
 		t.Fatalf("mcpqtest: %v", err)
 	}
-	e.hub, e.client = taskstate.NewHub(rdb), asynq.NewClientFromRedisClient(rdb)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("mcpqtest: worker: %v", err)
-			}
-		case <-time.After(Bound):
-			t.Errorf("mcpqtest: worker did not stop within %v", Bound)
-		}
+	e.hub, e.jobs = events.NewHub(rdb), queue.NewClient(rdb, queue.Options{MaxTTL: worker.DefaultMaxTTL})
+	t.Cleanup(func() { // after the worker stopped (cleanups run last first)
 		e.hub.Close()
-		e.client.Close()
 		rdb.Close()
 	})
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("mcpqtest: worker: %v", err)
-	case <-time.After(Bound):
-		t.Fatalf("mcpqtest: worker not ready within %v", Bound)
-	}
+	workertest.Run(t, w)
 	return e
 }
 

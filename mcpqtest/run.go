@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -21,7 +22,7 @@ type Run struct {
 	env   *Env
 	tool  *tool
 	ref   taskstate.Ref
-	sub   *taskstate.Subscription
+	sub   *events.Subscription
 	early *proto.CallToolResult // answered without a task
 }
 
@@ -277,11 +278,11 @@ func (r *Run) Deliveries() []int64 {
 // end does.
 func (r *Run) enqueue(t testing.TB, seq int64) {
 	t.Helper()
-	queue := r.tool.Queue
-	if queue == "" {
-		queue = worker.DefaultQueue
+	q := r.tool.Queue
+	if q == "" {
+		q = worker.DefaultQueue
 	}
-	err := job.Enqueue(context.Background(), r.env.client, r.ref, seq, r.env.store.Keys().Queue(queue), taskstate.DefaultMaxTTL)
+	err := r.env.jobs.Enqueue(context.Background(), queue.Job{Ref: r.ref, Tool: r.tool.Name, Seq: seq, Queue: q})
 	if err != nil {
 		t.Fatalf("mcpqtest: enqueue: %v", err)
 	}

@@ -2,28 +2,19 @@ package proto
 
 import "encoding/json"
 
-// The legacy era: protocol revision 2025-11-25, which opens an HTTP
-// session with an initialize handshake (Mcp-Session-Id) instead of sending
-// version and capabilities on every request. A dual-era server serves it
-// next to ProtocolVersion on the same endpoint (docs/eras.md).
+// What the modern server reads of the 2025-11-25 era: a dual-era server
+// lists LegacyVersion among the versions it serves (server/discover,
+// -32022), and a modern-only one refuses initialize with -32022 after
+// checking its params (docs/eras.md). The era's own wire types live with
+// the era, in frontend/internal/legacy.
 const (
 	// LegacyVersion is the handshake-era revision mcpq serves.
 	LegacyVersion = "2025-11-25"
+	// MethodInitialize opens a 2025-11-25 session.
+	MethodInitialize = "initialize"
 )
 
-// Methods and notifications that exist only in the legacy era.
-const (
-	MethodInitialize       = "initialize"
-	MethodPing             = "ping"
-	MethodSetLevel         = "logging/setLevel"
-	MethodResSubscribe     = "resources/subscribe"
-	MethodResUnsubscribe   = "resources/unsubscribe"
-	NotifyInitialized      = "notifications/initialized"
-	NotifyRootsListChanged = "notifications/roots/list_changed"
-	NotifyTaskStatus       = "notifications/tasks/status"
-)
-
-// InitializeParams are the params of a legacy initialize request.
+// InitializeParams are the params of initialize.
 type InitializeParams struct {
 	// ProtocolVersion is the latest revision the client speaks.
 	ProtocolVersion string `json:"protocolVersion"`
@@ -32,151 +23,3 @@ type InitializeParams struct {
 	// ClientInfo names the client (unverified).
 	ClientInfo *Implementation `json:"clientInfo"`
 }
-
-// LegacyCapabilities is the ServerCapabilities of an initialize result:
-// the 2025-11-25 shape, whose tasks capability is the revision's own
-// (never the extension, which that revision does not know).
-type LegacyCapabilities struct {
-	// Tools is present when the server has tools.
-	Tools *ListChangedCapability `json:"tools,omitempty"`
-	// Prompts is present when the server has prompts.
-	Prompts *ListChangedCapability `json:"prompts,omitempty"`
-	// Resources is present when the server has resources.
-	Resources *ResourcesCapability `json:"resources,omitempty"`
-	// Completions is present when the server completes arguments.
-	Completions *struct{} `json:"completions,omitempty"`
-	// Logging is present when the client may set a log level.
-	Logging *struct{} `json:"logging,omitempty"`
-	// Tasks is the 2025-11-25 tasks capability: which requests may be
-	// task-augmented and whether tasks/list and tasks/cancel are served.
-	Tasks *LegacyTasksCapability `json:"tasks,omitempty"`
-}
-
-// LegacyTasksCapability is the server's 2025-11-25 tasks capability.
-type LegacyTasksCapability struct {
-	// List is present when tasks/list is served.
-	List *struct{} `json:"list,omitempty"`
-	// Cancel is present when tasks/cancel is served.
-	Cancel *struct{} `json:"cancel,omitempty"`
-	// Requests names the requests that may carry a task parameter.
-	Requests *LegacyTaskRequests `json:"requests,omitempty"`
-}
-
-// LegacyTaskRequests lists the task-augmentable requests by area.
-type LegacyTaskRequests struct {
-	// Tools holds {"call": {}} when tools/call may be task-augmented.
-	Tools map[string]struct{} `json:"tools,omitempty"`
-}
-
-// InitializeResult answers a legacy initialize.
-type InitializeResult struct {
-	// Meta carries result metadata.
-	Meta ResultMeta `json:"_meta,omitempty"`
-	// ProtocolVersion is the revision the session speaks.
-	ProtocolVersion string `json:"protocolVersion"`
-	// Capabilities is what the server offers for the session.
-	Capabilities LegacyCapabilities `json:"capabilities"`
-	// ServerInfo names the server.
-	ServerInfo Implementation `json:"serverInfo"`
-	// Instructions is optional guidance for the model.
-	Instructions string `json:"instructions,omitempty"`
-}
-
-// LegacyClientCapabilities is the part of a legacy client's initialize
-// capabilities mcpq reads: the input kinds it can answer and its tasks
-// capability. The rest is kept in the session as sent.
-type LegacyClientCapabilities struct {
-	// Roots is present when the client can list roots.
-	Roots json.RawMessage `json:"roots,omitempty"`
-	// Sampling is present when the client can sample.
-	Sampling json.RawMessage `json:"sampling,omitempty"`
-	// Elicitation is present when the client can elicit input.
-	Elicitation json.RawMessage `json:"elicitation,omitempty"`
-	// Tasks is present when the client speaks the 2025-11-25 tasks utility.
-	Tasks json.RawMessage `json:"tasks,omitempty"`
-}
-
-// ServerRequest is a JSON-RPC request the server sends a legacy client on
-// a stream (elicitation/create, sampling/createMessage, roots/list).
-type ServerRequest struct {
-	// JSONRPC is always "2.0".
-	JSONRPC string `json:"jsonrpc"`
-	// ID names the request; the client's response echoes it.
-	ID string `json:"id"`
-	// Method is the request's method.
-	Method string `json:"method"`
-	// Params are the request's params.
-	Params json.RawMessage `json:"params,omitempty"`
-}
-
-// SetLevelParams are the params of logging/setLevel.
-type SetLevelParams struct {
-	// Level is the lowest level the client wants notifications/message for.
-	Level LoggingLevel `json:"level"`
-}
-
-// LegacyTask is a task as the 2025-11-25 tasks utility shows it: the same
-// record as Task, with that revision's field names.
-type LegacyTask struct {
-	// TaskID is the server-generated, unguessable id.
-	TaskID string `json:"taskId"`
-	// Status is the current status.
-	Status TaskStatus `json:"status"`
-	// StatusMessage is human-readable progress.
-	StatusMessage string `json:"statusMessage,omitempty"`
-	// CreatedAt is the ISO 8601 creation time.
-	CreatedAt string `json:"createdAt"`
-	// LastUpdatedAt is the ISO 8601 time of the last change.
-	LastUpdatedAt string `json:"lastUpdatedAt"`
-	// TTL is the lifetime from CreatedAt in ms; nil means unlimited (JSON null).
-	TTL *int64 `json:"ttl"`
-	// PollInterval is the suggested polling interval in ms.
-	PollInterval *int64 `json:"pollInterval,omitempty"`
-}
-
-// LegacyTaskOf is t in the 2025-11-25 shape.
-func LegacyTaskOf(t Task) LegacyTask {
-	return LegacyTask{TaskID: t.TaskID, Status: t.Status, StatusMessage: t.StatusMessage, CreatedAt: t.CreatedAt,
-		LastUpdatedAt: t.LastUpdatedAt, TTL: t.TTLMs, PollInterval: t.PollIntervalMs}
-}
-
-// LegacyCreateTaskResult answers a task-augmented 2025-11-25 request.
-type LegacyCreateTaskResult struct {
-	// Meta carries result metadata.
-	Meta ResultMeta `json:"_meta,omitempty"`
-	// Task is the task created.
-	Task LegacyTask `json:"task"`
-}
-
-// LegacyTaskResult answers 2025-11-25 tasks/get and tasks/cancel.
-type LegacyTaskResult struct {
-	// Meta carries result metadata.
-	Meta ResultMeta `json:"_meta,omitempty"`
-	LegacyTask
-}
-
-// LegacyTaskList answers 2025-11-25 tasks/list.
-type LegacyTaskList struct {
-	// Meta carries result metadata.
-	Meta ResultMeta `json:"_meta,omitempty"`
-	// Tasks is the page, newest first.
-	Tasks []LegacyTask `json:"tasks"`
-	// NextCursor continues the listing; empty on the last page.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
-// LegacyTool is a tools/list entry with the 2025-11-25 execution field.
-type LegacyTool struct {
-	Tool
-	// Execution says whether the tool may or must run as a task.
-	Execution *ToolExecution `json:"execution,omitempty"`
-}
-
-// ToolExecution is a 2025-11-25 tool's execution field.
-type ToolExecution struct {
-	// TaskSupport is "forbidden", "optional" or "required".
-	TaskSupport string `json:"taskSupport"`
-}
-
-// MetaRelatedTask names the task a 2025-11-25 message belongs to.
-const MetaRelatedTask = "io.modelcontextprotocol/related-task"

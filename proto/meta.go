@@ -10,8 +10,10 @@ const (
 	TasksExtension = "io.modelcontextprotocol/tasks"
 )
 
-// SupportedVersions lists every protocol version mcpq serves.
-var SupportedVersions = []string{ProtocolVersion}
+// SupportedVersions returns the versions of the modern wire mcpq serves, a
+// new slice on each call; the 2025-11-25 era (LegacyVersion) is served
+// beside them (docs/eras.md).
+func SupportedVersions() []string { return []string{ProtocolVersion} }
 
 // Reserved _meta keys.
 const (

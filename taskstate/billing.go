@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"time"
@@ -25,86 +23,6 @@ import (
 // the reservation, and release the rest; failed releases everything. The
 // hold goes with the settlement, so a task settles once. For every account
 // credited = balance + reserved + charged, and balance never goes below 0.
-
-// MaxAmount bounds every amount (a credit, a ceiling, a usage report), so
-// sums stay exact in Redis's Lua numbers.
-const MaxAmount = 1_000_000_000_000
-
-// Price is what a call of a tool reserves, declared with the tool so a
-// front end computes it from the arguments without running tool code:
-// Base plus, for each named top-level argument, PerArgument times the
-// argument's size, capped at Max (when above 0). An argument's size is a
-// number's value rounded up (0 when negative), a string's length in
-// bytes, an array's length, an object's member count, 1 for true and 0
-// for false, null or a missing argument.
-type Price struct {
-	// Base is the fixed part of the ceiling, in units.
-	Base int64 `json:"base,omitempty"`
-	// PerArgument adds units per unit of an argument's size.
-	PerArgument map[string]int64 `json:"perArgument,omitempty"`
-	// Max caps the ceiling (0: no cap but MaxAmount).
-	Max int64 `json:"max,omitempty"`
-}
-
-// Validate reports a price no call could be billed by.
-func (p *Price) Validate() error {
-	if p.Base < 0 || p.Base > MaxAmount || p.Max < 0 || p.Max > MaxAmount {
-		return fmt.Errorf("price: base and max must be 0 to %d", int64(MaxAmount))
-	}
-	for name, per := range p.PerArgument {
-		if per < 0 || per > MaxAmount {
-			return fmt.Errorf("price: perArgument %q must be 0 to %d", name, int64(MaxAmount))
-		}
-	}
-	return nil
-}
-
-// ErrPriceRange: a call's computed ceiling is above MaxAmount.
-var ErrPriceRange = errors.New("taskstate: the call's price is out of range")
-
-// Ceiling is the amount a call with args reserves.
-func (p *Price) Ceiling(args json.RawMessage) (int64, error) {
-	total := float64(p.Base)
-	if len(p.PerArgument) > 0 && len(args) > 0 {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(args, &m); err != nil {
-			return 0, fmt.Errorf("price: arguments: %w", err)
-		}
-		for name, per := range p.PerArgument {
-			total += float64(per) * argSize(m[name])
-		}
-	}
-	if p.Max > 0 && total > float64(p.Max) {
-		total = float64(p.Max)
-	}
-	if total > MaxAmount || math.IsNaN(total) {
-		return 0, ErrPriceRange
-	}
-	return int64(total), nil
-}
-
-// argSize is an argument's size for Price.
-func argSize(raw json.RawMessage) float64 {
-	var v any
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
-		return 0
-	}
-	switch x := v.(type) {
-	case float64:
-		return math.Max(0, math.Ceil(x))
-	case string:
-		return float64(len(x))
-	case []any:
-		return float64(len(x))
-	case map[string]any:
-		return float64(len(x))
-	case bool:
-		if x {
-			return 1
-		}
-	}
-	return 0
-}
 
 // FundsError is ErrFunds with the amounts: the ceiling the call needed and
 // the balance available when create.lua refused it.
@@ -153,21 +71,21 @@ type Account struct {
 
 // billingKeys are KEYS[4..6] of the scripts that may end a task (liveKeys).
 func (s *Store) billingKeys(owner string) []string {
-	return []string{s.keys.Account(owner), s.keys.Holds(owner), s.keys.Ledger(owner)}
+	return []string{s.keys.account(owner), s.keys.Holds(owner), s.keys.ledger(owner)}
 }
 
-// Credit adds amount (1..MaxAmount) to the principal's balance and the
+// Credit adds amount (1..proto.MaxAmount) to the principal's balance and the
 // ledger, and returns the account after it.
 func (s *Store) Credit(ctx context.Context, principal string, amount int64) (Account, error) {
-	if amount <= 0 || amount > MaxAmount {
-		return Account{}, fmt.Errorf("taskstate: a credit must be 1 to %d", int64(MaxAmount))
+	if amount <= 0 || amount > proto.MaxAmount {
+		return Account{}, fmt.Errorf("taskstate: a credit must be 1 to %d", int64(proto.MaxAmount))
 	}
 	owner := OwnerTag(principal)
 	// The ledger forwarder (settlements.go) finds owners here.
-	if err := s.rdb.SAdd(ctx, s.keys.Owners(), owner).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, s.keys.owners(), owner).Err(); err != nil {
 		return Account{}, err
 	}
-	if _, err := creditScript.Run(ctx, s.rdb, []string{s.keys.Account(owner), s.keys.Ledger(owner)},
+	if _, err := creditScript.Run(ctx, s.rdb, []string{s.keys.account(owner), s.keys.ledger(owner)},
 		s.nowMs(), principal, amount).Slice(); err != nil {
 		return Account{}, err
 	}
@@ -176,7 +94,7 @@ func (s *Store) Credit(ctx context.Context, principal string, amount int64) (Acc
 
 // Account reads the principal's account; one never credited reads as zero.
 func (s *Store) Account(ctx context.Context, principal string) (Account, error) {
-	v, err := s.rdb.HMGet(ctx, s.keys.Account(OwnerTag(principal)), "balance", "reserved", "charged", "credited").Result()
+	v, err := s.rdb.HMGet(ctx, s.keys.account(OwnerTag(principal)), "balance", "reserved", "charged", "credited").Result()
 	if err != nil {
 		return Account{}, err
 	}
@@ -195,8 +113,8 @@ func (s *Store) Account(ctx context.Context, principal string) (Account, error) 
 // answers ErrStale, ErrTerminal, ErrExpired or ErrNotFound as the other
 // worker writes do.
 func (s *Store) Meter(ctx context.Context, ref Ref, attempt, units int64) (usage, reserved int64, err error) {
-	if units <= 0 || units > MaxAmount {
-		return 0, 0, fmt.Errorf("taskstate: usage must be 1 to %d units, got %d", int64(MaxAmount), units)
+	if units <= 0 || units > proto.MaxAmount {
+		return 0, 0, fmt.Errorf("taskstate: usage must be 1 to %d units, got %d", int64(proto.MaxAmount), units)
 	}
 	res, err := meterScript.Run(ctx, s.rdb, []string{s.keys.Task(ref), s.keys.Holds(ref.Owner)},
 		s.nowMs(), attempt, units, ref.ID).Int64Slice()
@@ -212,31 +130,6 @@ func (s *Store) Meter(ctx context.Context, ref Ref, attempt, units int64) (usage
 	return res[1], res[2], nil
 }
 
-// LedgerEntry is one entry of a principal's ledger.
-type LedgerEntry struct {
-	// ID is the entry's stream id: its place in the ledger, and the cursor
-	// to read on after it.
-	ID string `json:"id"`
-	// Kind is credit, reserve, settle or release.
-	Kind string `json:"kind"`
-	// Task and Tool name the task (reserve, settle, release).
-	Task string `json:"task,omitempty"`
-	Tool string `json:"tool,omitempty"`
-	// Outcome is how the task ended (settle, release): completed,
-	// cancelled, expired or failed.
-	Outcome string `json:"outcome,omitempty"`
-	// Amount is a credit's amount.
-	Amount int64 `json:"amount,omitempty"`
-	// Reserved is the task's reservation (reserve, settle, release).
-	Reserved int64 `json:"reserved,omitempty"`
-	// Charged, Released and Usage are the settlement (settle, release).
-	Charged  int64 `json:"charged,omitempty"`
-	Released int64 `json:"released,omitempty"`
-	Usage    int64 `json:"usage,omitempty"`
-	// At is when the entry was made.
-	At string `json:"at"`
-}
-
 // MaxLedgerPage bounds a ledger page.
 const MaxLedgerPage = 500
 
@@ -245,7 +138,7 @@ var entryID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 // Ledger reads up to limit (1..MaxLedgerPage) entries of the principal's
 // ledger, oldest first, after the entry id cursor ("" from the start).
 // next is the cursor of the following page, "" when this one is the last.
-func (s *Store) Ledger(ctx context.Context, principal, cursor string, limit int) (entries []LedgerEntry, next string, err error) {
+func (s *Store) Ledger(ctx context.Context, principal, cursor string, limit int) (entries []proto.LedgerEntry, next string, err error) {
 	start := "-"
 	if cursor != "" {
 		if !entryID.MatchString(cursor) {
@@ -254,7 +147,7 @@ func (s *Store) Ledger(ctx context.Context, principal, cursor string, limit int)
 		start = "(" + cursor
 	}
 	limit = min(max(limit, 1), MaxLedgerPage)
-	msgs, err := s.rdb.XRangeN(ctx, s.keys.Ledger(OwnerTag(principal)), start, "+", int64(limit)+1).Result()
+	msgs, err := s.rdb.XRangeN(ctx, s.keys.ledger(OwnerTag(principal)), start, "+", int64(limit)+1).Result()
 	if err != nil {
 		return nil, "", err
 	}
@@ -262,20 +155,20 @@ func (s *Store) Ledger(ctx context.Context, principal, cursor string, limit int)
 		msgs = msgs[:limit]
 		next = msgs[limit-1].ID
 	}
-	entries = make([]LedgerEntry, 0, len(msgs))
+	entries = make([]proto.LedgerEntry, 0, len(msgs))
 	for _, m := range msgs {
 		entries = append(entries, ledgerEntry(m))
 	}
 	return entries, next, nil
 }
 
-func ledgerEntry(m redis.XMessage) LedgerEntry {
+func ledgerEntry(m redis.XMessage) proto.LedgerEntry {
 	str := func(k string) string { v, _ := m.Values[k].(string); return v }
 	n := func(k string) int64 { return parseInt(str(k)) }
-	e := LedgerEntry{ID: m.ID, Kind: str("kind"), Task: str("task"), Tool: str("tool"), Outcome: str("outcome"),
+	e := proto.LedgerEntry{ID: m.ID, Kind: str("kind"), Task: str("task"), Tool: str("tool"), Outcome: str("outcome"),
 		Amount: n("amount"), Reserved: n("reserved"), Charged: n("charged"), Released: n("released"), Usage: n("usage")}
 	if at := n("at"); at > 0 {
-		e.At = FormatTime(time.UnixMilli(at))
+		e.At = formatTime(time.UnixMilli(at))
 	}
 	return e
 }

@@ -154,7 +154,7 @@ func TestBillingProperty(t *testing.T) {
 	})
 	bg.Go(func() {
 		for bgCtx.Err() == nil {
-			if _, err := st.Reap(bgCtx); err != nil && bgCtx.Err() == nil {
+			if _, err := st.Reap(bgCtx, nil); err != nil && bgCtx.Err() == nil {
 				fail("reap", err)
 			}
 			time.Sleep(5 * time.Millisecond) // pacing only
@@ -226,12 +226,12 @@ func TestBillingProperty(t *testing.T) {
 	if _, _, err := stLater.TakeOver(ctx, 2, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stLater.Reap(ctx); err != nil {
+	if _, err := stLater.Reap(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 
 	e := &env{b: b, s: st}
-	settled := map[string]taskstate.LedgerEntry{}
+	settled := map[string]proto.LedgerEntry{}
 	for _, p := range principals {
 		for id, s := range e.books(t, p, 0) {
 			settled[id] = s

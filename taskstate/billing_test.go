@@ -55,9 +55,9 @@ func (e *env) account(t *testing.T, who string) taskstate.Account {
 }
 
 // ledger reads who's whole ledger, page by page.
-func (e *env) ledger(t *testing.T, who string) []taskstate.LedgerEntry {
+func (e *env) ledger(t *testing.T, who string) []proto.LedgerEntry {
 	t.Helper()
-	var all []taskstate.LedgerEntry
+	var all []proto.LedgerEntry
 	cursor := ""
 	for {
 		page, next, err := e.s.Ledger(ctx(t), who, cursor, 7) // small pages: the cursor is exercised
@@ -78,7 +78,7 @@ func (e *env) ledger(t *testing.T, who string) []taskstate.LedgerEntry {
 // released) at most once, exactly once when it ended; nothing stays
 // reserved once every task ended (open: the tasks still live). It returns
 // the settle/release entries by task.
-func (e *env) books(t *testing.T, who string, open int) map[string]taskstate.LedgerEntry {
+func (e *env) books(t *testing.T, who string, open int) map[string]proto.LedgerEntry {
 	t.Helper()
 	a := e.account(t, who)
 	if a.Credited != a.Balance+a.Reserved+a.Charged {
@@ -86,7 +86,7 @@ func (e *env) books(t *testing.T, who string, open int) map[string]taskstate.Led
 	}
 	var balance, reserved, charged int64
 	reserves := map[string]int64{}
-	settles := map[string]taskstate.LedgerEntry{}
+	settles := map[string]proto.LedgerEntry{}
 	for _, en := range e.ledger(t, who) {
 		switch en.Kind {
 		case "credit":
@@ -266,7 +266,7 @@ func TestBillingSettles(t *testing.T) {
 					}
 				}
 				e.clock.Advance(2 * time.Second)
-				if _, err := e.s.Reap(ctx(t)); err != nil {
+				if _, err := e.s.Reap(ctx(t), nil); err != nil {
 					t.Fatal(err)
 				}
 				s := e.books(t, who, 0)[ref.ID]
@@ -395,43 +395,6 @@ func TestIdempotentCreate(t *testing.T) {
 	})
 }
 
-// TestPriceCeiling: the ceiling a front end computes from the arguments.
-func TestPriceCeiling(t *testing.T) {
-	p := taskstate.Price{Base: 10, PerArgument: map[string]int64{"frames": 5, "prompt": 1, "images": 100, "hd": 50}, Max: 10_000}
-	cases := []struct {
-		args string
-		want int64
-	}{
-		{`{}`, 10},
-		{`{"frames": 3}`, 25},
-		{`{"frames": 2.1}`, 25},
-		{`{"frames": -4}`, 10},
-		{`{"prompt": "abcd", "images": [1, 2], "hd": true}`, 10 + 4 + 200 + 50},
-		{`{"hd": false, "other": 99}`, 10},
-		{`{"frames": 1e30}`, 10_000},
-	}
-	for _, c := range cases {
-		got, err := p.Ceiling(json.RawMessage(c.args))
-		if err != nil || got != c.want {
-			t.Errorf("Ceiling(%s) = %d, %v; want %d", c.args, got, err, c.want)
-		}
-	}
-	uncapped := taskstate.Price{PerArgument: map[string]int64{"n": 1000}}
-	if _, err := uncapped.Ceiling(json.RawMessage(`{"n": 1e12}`)); !errors.Is(err, taskstate.ErrPriceRange) {
-		t.Errorf("out of range: %v", err)
-	}
-	if err := (&taskstate.Price{Base: -1}).Validate(); err == nil {
-		t.Error("a negative base validated")
-	}
-}
-
-// hookFunc is a LedgerHook made of a func.
-type hookFunc func(ctx context.Context, principal, owner string, entries []taskstate.LedgerEntry) error
-
-func (f hookFunc) Forward(ctx context.Context, principal, owner string, entries []taskstate.LedgerEntry) error {
-	return f(ctx, principal, owner, entries)
-}
-
 // TestLedgerHook: the ledger is the hook's outbox. A failing hook loses
 // nothing (the entries are offered again), an acknowledged entry is not
 // offered again, and entries come in ledger order with the principal.
@@ -441,10 +404,10 @@ func TestLedgerHook(t *testing.T) {
 		who := t.Name()
 		e.credit(t, who, 100)
 		ref := e.create(t, taskstate.CreateParams{Principal: who, Reserve: amount(40)})
-		var got []taskstate.LedgerEntry
+		var got []proto.LedgerEntry
 		down := errors.New("payment system down")
-		hook := func(fail bool) taskstate.LedgerHook {
-			return hookFunc(func(_ context.Context, principal, owner string, entries []taskstate.LedgerEntry) error {
+		hook := func(fail bool) func(context.Context, string, string, []proto.LedgerEntry) error {
+			return func(_ context.Context, principal, owner string, entries []proto.LedgerEntry) error {
 				if principal != who || owner != ref.Owner {
 					return nil // another test's account on this backend
 				}
@@ -453,22 +416,22 @@ func TestLedgerHook(t *testing.T) {
 				}
 				got = append(got, entries...)
 				return nil
-			})
+			}
 		}
-		if _, err := e.s.ForwardLedgers(ctx(t), hook(true), 10); !errors.Is(err, down) {
+		if _, err := e.s.ForwardLedgers(ctx(t), 10, hook(true)); !errors.Is(err, down) {
 			t.Fatalf("failing hook: %v", err)
 		}
-		if _, err := e.s.ForwardLedgers(ctx(t), hook(false), 1); err != nil { // one entry per pass
+		if _, err := e.s.ForwardLedgers(ctx(t), 1, hook(false)); err != nil { // one entry per pass
 			t.Fatal(err)
 		}
-		if _, err := e.s.ForwardLedgers(ctx(t), hook(false), 10); err != nil {
+		if _, err := e.s.ForwardLedgers(ctx(t), 10, hook(false)); err != nil {
 			t.Fatal(err)
 		}
 		a := e.claim(t, ref)
 		if err := e.s.Finish(ctx(t), ref, a, outcome(proto.StatusFailed)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.s.ForwardLedgers(ctx(t), hook(false), 10); err != nil {
+		if _, err := e.s.ForwardLedgers(ctx(t), 10, hook(false)); err != nil {
 			t.Fatal(err)
 		}
 		want := e.ledger(t, who)

@@ -41,8 +41,8 @@ type Claim struct {
 	Record *Record
 }
 
-// Claim starts a delivery of the task's job number seq (job.Seq of the
-// job's id). It returns ErrTerminal when the task already ended (the job is
+// Claim starts a delivery of the task's job number seq (its job id carries
+// it). It returns ErrTerminal when the task already ended (the job is
 // a no-op), ErrStale when seq is not the task's current job (a late
 // delivery of a job the task was taken back from), ErrCancelled when a
 // cancel was requested before the start (the task is now cancelled),
@@ -52,7 +52,7 @@ type Claim struct {
 // share.Queue; the check and the claim are one script, so concurrent
 // claims cannot pass the share, and it costs no extra round trip.
 func (s *Store) Claim(ctx context.Context, ref Ref, seq int64, share Share) (*Claim, error) {
-	keys := append(s.liveKeys(ref), s.keys.Running(ref.Owner, share.Queue))
+	keys := append(s.liveKeys(ref), s.keys.running(ref.Owner, share.Queue))
 	res, err := claimScript.Run(ctx, s.rdb, keys, s.nowMs(), s.keys.Events(ref), ref.ID,
 		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue).Slice()
 	if err != nil {

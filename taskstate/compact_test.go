@@ -196,7 +196,7 @@ func TestEndedRecordCompact(t *testing.T) {
 				if _, err := e.s.Get(ctx(t), ref); !errors.Is(err, taskstate.ErrNotFound) {
 					t.Fatalf("Get after the deadline: %v", err)
 				}
-				if n, err := e.s.Reap(ctx(t)); err != nil || n != 1 {
+				if n, err := e.s.Reap(ctx(t), nil); err != nil || n != 1 {
 					t.Fatalf("Reap = %d, %v", n, err)
 				}
 				if n := b.Client.Exists(ctx(t), key, extra).Val(); n != 0 {

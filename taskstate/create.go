@@ -40,8 +40,7 @@ type CreateParams struct {
 	MaxLive int
 	// MaxArgBytes caps the argument bytes the owner's live tasks hold
 	// together, these arguments included (0: no cap); Create answers
-	// ErrArgsLimit past it. The count is in Keys.ArgBytes, kept by
-	// create.lua and the scripts' shared ended() helper.
+	// ErrArgsLimit past it (the count is in Keys.ArgBytes).
 	MaxArgBytes int64
 	// Reserve, when not nil, is the ceiling to reserve from the owner's
 	// account with the record (billing.go). Create answers a *FundsError
@@ -53,12 +52,12 @@ type CreateParams struct {
 	// (its Ref.ID is not ID then).
 	IdempotencyKey string
 	IdempotencyTTL time.Duration
-	// Job, when an enqueue was captured into it (CaptureJob), is sent in
-	// the same round trip, after the record. When the record is written but
-	// the job is not, Create returns the record and a *JobError. When the
-	// record is refused (ErrLimit, ErrExists) the job may still be queued; a
-	// worker's claim finds no record and drops it.
-	Job *Job
+	// Job, when not nil, is sent in the same round trip, after the record
+	// (Job). When the record is written but the job is not, Create returns
+	// the record and a *JobError. When the record is refused (ErrLimit,
+	// ErrExists) the job may still be queued; a worker's claim finds no
+	// record and drops it.
+	Job Job
 	// Listening, when not nil, is set to whether the task's events channel
 	// (Keys.Events) had a subscriber in Redis when the record was written: a
 	// subscription started before Create (Hub.Start) but not yet confirmed
@@ -95,7 +94,7 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	// The reaper and the recovery loop find owners here; idempotent, so
 	// written before the task, once per owner and process.
 	if _, seen := s.owners.Load(ref.Owner); !seen {
-		if err := s.rdb.SAdd(ctx, s.keys.Owners(), ref.Owner).Err(); err != nil {
+		if err := s.rdb.SAdd(ctx, s.keys.owners(), ref.Owner).Err(); err != nil {
 			return nil, err
 		}
 		s.owners.Store(ref.Owner, struct{}{})
@@ -104,12 +103,12 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	keys := []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.Tasks(ref.Owner),
+	keys := []string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.tasks(ref.Owner),
 		s.keys.ArgBytes(ref.Owner)}
 	reserve, idemTTL := "", ""
 	if p.Reserve != nil {
-		if *p.Reserve < 0 || *p.Reserve > MaxAmount {
-			return nil, fmt.Errorf("taskstate: a reservation must be 0 to %d, got %d", int64(MaxAmount), *p.Reserve)
+		if *p.Reserve < 0 || *p.Reserve > proto.MaxAmount {
+			return nil, fmt.Errorf("taskstate: a reservation must be 0 to %d, got %d", int64(proto.MaxAmount), *p.Reserve)
 		}
 		reserve = strconv.FormatInt(*p.Reserve, 10)
 	}
@@ -125,7 +124,7 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 			return nil, fmt.Errorf("taskstate: idempotency TTL must be at least 1ms, got %s", d)
 		}
 		sum := sha256.Sum256([]byte(p.IdempotencyKey))
-		keys = append(keys, s.keys.Idempotency(ref.Owner, hex.EncodeToString(sum[:])))
+		keys = append(keys, s.keys.idempotency(ref.Owner, hex.EncodeToString(sum[:])))
 		idemTTL = strconv.FormatInt(d.Milliseconds(), 10)
 	}
 	argv := []any{ms, p.Principal, p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt,
@@ -139,16 +138,12 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if p.Listening != nil {
 		*p.Listening = false // until Redis says otherwise
 	}
-	if p.Job.Captured() || (p.Listening != nil && s.waitReplicas <= 0) {
+	if p.Job != nil || (p.Listening != nil && s.waitReplicas <= 0) {
 		var watch string
 		if p.Listening != nil {
 			watch = s.keys.Events(ref)
 		}
-		job := p.Job
-		if !job.Captured() {
-			job = nil
-		}
-		replayed, err, jobErr = s.runWithJob(ctx, job, keys, watch, p.Listening, argv...)
+		replayed, err, jobErr = s.runWithJob(ctx, p.Job, keys, watch, p.Listening, argv...)
 	} else {
 		reply, replicaErr := s.runWaited(ctx, createScript, keys, argv...)
 		if replayed, err = createReply(reply); err == nil {

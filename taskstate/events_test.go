@@ -9,6 +9,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // TestStateEvents: every state change publishes the record's new version
@@ -23,7 +24,7 @@ func TestStateEvents(t *testing.T) {
 		version := int64(0)
 		check := func(what string, wantStatus proto.TaskStatus) {
 			t.Helper()
-			ev := taskstate.DecodeEvent(w.next(t))
+			ev := events.Decode(w.next(t))
 			rec := e.get(t, ref)
 			version++
 			if ev.Version != version || rec.Version != version {
@@ -74,30 +75,30 @@ func TestStateEvents(t *testing.T) {
 	})
 }
 
-func TestDecodeEvent(t *testing.T) {
+func TestDecode(t *testing.T) {
 	for _, c := range []struct {
 		payload string
-		want    taskstate.Event
+		want    events.Event
 	}{
 		{`{"version":3,"status":"working","statusMessage":"Running","lastUpdatedAt":"1700000000123","cancel":"1"}`,
-			taskstate.Event{Version: 3, Status: proto.StatusWorking, StatusMessage: "Running",
+			events.Event{Version: 3, Status: proto.StatusWorking, StatusMessage: "Running",
 				LastUpdatedAt: time.UnixMilli(1700000000123), CancelRequested: true}},
-		{`{"version":1,"status":"completed"}`, taskstate.Event{Version: 1, Status: proto.StatusCompleted}},
-		{"completed", taskstate.Event{Status: proto.StatusCompleted}}, // a bare status: read the record
-		{taskstate.EventExpired, taskstate.Event{Expired: true}},
-		{taskstate.EventResync, taskstate.Event{Resync: true}},
-		{taskstate.EventNotifyPrefix + `{"method":"x"}`, taskstate.Event{Notification: `{"method":"x"}`}},
-		{`{"version":0,"status":"working"}`, taskstate.Event{}},
-		{`{"version":2,"status":"bogus"}`, taskstate.Event{}},
-		{`{"version":2`, taskstate.Event{}},
-		{"cancel", taskstate.Event{}},
-		{"", taskstate.Event{}},
+		{`{"version":1,"status":"completed"}`, events.Event{Version: 1, Status: proto.StatusCompleted}},
+		{"completed", events.Event{Status: proto.StatusCompleted}}, // a bare status: read the record
+		{events.Expired, events.Event{Expired: true}},
+		{events.Resync, events.Event{Resync: true}},
+		{events.NotifyPrefix + `{"method":"x"}`, events.Event{Notification: `{"method":"x"}`}},
+		{`{"version":0,"status":"working"}`, events.Event{}},
+		{`{"version":2,"status":"bogus"}`, events.Event{}},
+		{`{"version":2`, events.Event{}},
+		{"cancel", events.Event{}},
+		{"", events.Event{}},
 	} {
-		got := taskstate.DecodeEvent(c.payload)
+		got := events.Decode(c.payload)
 		if got.Status != c.want.Status || got.Version != c.want.Version || got.StatusMessage != c.want.StatusMessage ||
 			!got.LastUpdatedAt.Equal(c.want.LastUpdatedAt) || got.CancelRequested != c.want.CancelRequested ||
 			got.Notification != c.want.Notification || got.Expired != c.want.Expired || got.Resync != c.want.Resync {
-			t.Errorf("DecodeEvent(%q) = %+v, want %+v", c.payload, got, c.want)
+			t.Errorf("events.Decode(%q) = %+v, want %+v", c.payload, got, c.want)
 		}
 	}
 }
@@ -114,7 +115,7 @@ func TestCompletedEventCarriesResult(t *testing.T) {
 			const shell = `{"content":[{"type":"text","text":""}]}`
 			return json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", n-len(shell)) + `"}]}`)
 		}
-		finish := func(p taskstate.CreateParams, out taskstate.Outcome) (taskstate.Event, *taskstate.Record) {
+		finish := func(p taskstate.CreateParams, out taskstate.Outcome) (events.Event, *taskstate.Record) {
 			t.Helper()
 			ref := e.create(t, p)
 			a := e.claim(t, ref)
@@ -122,7 +123,7 @@ func TestCompletedEventCarriesResult(t *testing.T) {
 			if err := e.s.Finish(ctx(t), ref, a, out); err != nil {
 				t.Fatal(err)
 			}
-			return taskstate.DecodeEvent(w.next(t)), e.get(t, ref)
+			return events.Decode(w.next(t)), e.get(t, ref)
 		}
 		for _, n := range []int{64, 65, 1000, taskstate.EventResultMax} {
 			out := outcome(proto.StatusCompleted)
@@ -169,7 +170,7 @@ func TestNotifyBeforeEnd(t *testing.T) {
 			if err := e.s.Finish(ctx(t), ref, a, outcome(proto.StatusCompleted)); err != nil {
 				t.Fatal(err)
 			}
-			if ev := taskstate.DecodeEvent(recv(t, sub)); ev.Notification == "" {
+			if ev := events.Decode(recv(t, sub)); ev.Notification == "" {
 				t.Fatalf("task %d: the end (%+v) arrived before the notification sent before it", i, ev)
 			}
 			expectRecv(t, sub, "completed")

@@ -1,5 +1,33 @@
 package taskstate
 
+import (
+	"slices"
+
+	"github.com/mcpq/mcpq/proto"
+)
+
 // MergeExtra exposes mergeExtra to the external tests, which read records
 // straight from Redis.
 var MergeExtra = mergeExtra
+
+// The key names only this package's scripts use, for the external tests
+// that look at Redis itself.
+
+func (k Keys) Account(owner string) string           { return k.account(owner) }
+func (k Keys) Ledger(owner string) string            { return k.ledger(owner) }
+func (k Keys) Held(owner string) string              { return k.held(owner) }
+func (k Keys) Live(owner string) string              { return k.live(owner) }
+func (k Keys) Owners() string                        { return k.owners() }
+func (k Keys) Running(owner, queue string) string    { return k.running(owner, queue) }
+func (k Keys) Tasks(owner string) string             { return k.tasks(owner) }
+func (k Keys) Idempotency(owner, hash string) string { return k.idempotency(owner, hash) }
+
+// FormatTime and Allowed expose formatTime and allowed.
+var (
+	FormatTime = formatTime
+	Allowed    = allowed
+)
+
+// AllStatuses is every status, StatusNew included, for exhaustive tests (a
+// fresh slice each call).
+func AllStatuses() []proto.TaskStatus { return slices.Clone(allStatuses) }

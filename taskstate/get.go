@@ -27,7 +27,7 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*Record, error) {
 	}
 	if r.Status == proto.StatusWorking && r.Running > 0 && !r.Heartbeat.IsZero() && now.Sub(r.Heartbeat) > s.lost {
 		// Said before the takeover scan acts on it, or when no worker runs the scan.
-		r.StatusMessage = fmt.Sprintf("No word from its worker since %s", FormatTime(r.Heartbeat))
+		r.StatusMessage = fmt.Sprintf("No word from its worker since %s", formatTime(r.Heartbeat))
 	}
 	return r, nil
 }

@@ -58,18 +58,18 @@ func TestReapDrainsBacklog(t *testing.T) {
 			}
 		}
 		e.clock.Advance(2 * time.Second)
-		if n, err := e.s.Reap(ctx(t)); err != nil || n != 250 {
+		if n, err := e.s.Reap(ctx(t), nil); err != nil || n != 250 {
 			t.Fatalf("Reap = %d, %v; want all 250 expired tasks in one pass", n, err)
 		}
-		if n, err := e.s.Reap(ctx(t)); err != nil || n != 0 {
+		if n, err := e.s.Reap(ctx(t), nil); err != nil || n != 0 {
 			t.Fatalf("second Reap = %d, %v; want 0", n, err)
 		}
 	})
 }
 
-// TestReapEachNamesEndedTasks: ReapEach names each task it reaps (for
+// TestReapNamesEndedTasks: Reap names each task it reaps (for
 // what lives outside Redis, like stored results), and no task that lives on.
-func TestReapEachNamesEndedTasks(t *testing.T) {
+func TestReapNamesEndedTasks(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b)
@@ -90,9 +90,9 @@ func TestReapEachNamesEndedTasks(t *testing.T) {
 		}
 		e.clock.Advance(2 * time.Second)
 		got := map[taskstate.Ref]bool{}
-		n, err := e.s.ReapEach(ctx(t), func(r taskstate.Ref) { got[r] = true })
+		n, err := e.s.Reap(ctx(t), func(r taskstate.Ref) { got[r] = true })
 		if err != nil || n != 2 || len(got) != 2 {
-			t.Fatalf("ReapEach = %d, %v, named %v; want the 2 expired tasks", n, err, got)
+			t.Fatalf("Reap = %d, %v, named %v; want the 2 expired tasks", n, err, got)
 		}
 		for r := range want {
 			if !got[r] {

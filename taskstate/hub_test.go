@@ -9,12 +9,13 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // newHub starts a hub on the backend, closed when the test ends.
-func newHub(t *testing.T, b *redistest.Backend) *taskstate.Hub {
+func newHub(t *testing.T, b *redistest.Backend) *events.Hub {
 	t.Helper()
-	h := taskstate.NewHub(b.Client)
+	h := events.NewHub(b.Client)
 	t.Cleanup(func() {
 		if err := h.Close(); err != nil {
 			t.Errorf("Hub.Close: %v", err)
@@ -23,7 +24,7 @@ func newHub(t *testing.T, b *redistest.Backend) *taskstate.Hub {
 	return h
 }
 
-func subscribe(t *testing.T, h *taskstate.Hub, channel string) *taskstate.Subscription {
+func subscribe(t *testing.T, h *events.Hub, channel string) *events.Subscription {
 	t.Helper()
 	s, err := h.Subscribe(ctx(t), channel)
 	if err != nil {
@@ -34,7 +35,7 @@ func subscribe(t *testing.T, h *taskstate.Hub, channel string) *taskstate.Subscr
 }
 
 // recv returns the next payload on s.
-func recv(t *testing.T, s *taskstate.Subscription) string {
+func recv(t *testing.T, s *events.Subscription) string {
 	t.Helper()
 	select {
 	case p := <-s.C:
@@ -45,7 +46,7 @@ func recv(t *testing.T, s *taskstate.Subscription) string {
 	}
 }
 
-func expectRecv(t *testing.T, s *taskstate.Subscription, want string) {
+func expectRecv(t *testing.T, s *events.Subscription, want string) {
 	t.Helper()
 	if got := recv(t, s); eventName(got) != want {
 		t.Fatalf("received %q, want %q", got, want)
@@ -58,11 +59,11 @@ func expectRecv(t *testing.T, s *taskstate.Subscription, want string) {
 // subscription that holds nothing then has really received nothing.
 type probe struct {
 	e       *env
-	sub     *taskstate.Subscription
+	sub     *events.Subscription
 	channel string
 }
 
-func newProbe(t *testing.T, e *env, h *taskstate.Hub) *probe {
+func newProbe(t *testing.T, e *env, h *events.Hub) *probe {
 	t.Helper()
 	// The probe's channel is in the test principal's slot, so on a cluster
 	// its marker leaves from the node whose scripts publish the tasks'
@@ -82,7 +83,7 @@ func (p *probe) sync(t *testing.T) {
 }
 
 // empty asserts that nothing waits on the subscriptions.
-func empty(t *testing.T, subs ...*taskstate.Subscription) {
+func empty(t *testing.T, subs ...*events.Subscription) {
 	t.Helper()
 	for i, s := range subs {
 		if n := len(s.C); n != 0 {
@@ -216,7 +217,7 @@ func TestHubCloseRacesSubscribe(t *testing.T) {
 				t.Fatal(err)
 			}
 			var wg sync.WaitGroup
-			var fresh *taskstate.Subscription
+			var fresh *events.Subscription
 			var subErr error
 			wg.Add(2)
 			go func() { defer wg.Done(); old.Close() }()
@@ -246,7 +247,7 @@ func TestHubCloseRacesSubscribe(t *testing.T) {
 // subscription may still arrive (a script's PUBLISH reaches the node the
 // hub listens on over the cluster bus, later than the script returns);
 // they are read and dropped here.
-func settle(t *testing.T, b *redistest.Backend, sub *taskstate.Subscription, channel string) {
+func settle(t *testing.T, b *redistest.Backend, sub *events.Subscription, channel string) {
 	t.Helper()
 	marker := "settle-" + taskstate.NewID()
 	if err := b.Publish(ctx(t), channel, marker); err != nil {
@@ -277,7 +278,7 @@ func numsub(t *testing.T, b *redistest.Backend, channel string) int64 {
 	return n
 }
 
-// TestHubSlowReader: a reader that does not keep up is told so (EventResync
+// TestHubSlowReader: a reader that does not keep up is told so (events.Resync
 // first) and keeps the newest payloads, in order.
 func TestHubSlowReader(t *testing.T) {
 	t.Parallel()
@@ -300,7 +301,7 @@ func TestHubSlowReader(t *testing.T) {
 		if n < 2 || n > cap(sub.C) || n >= sent {
 			t.Fatalf("slow reader holds %d payloads (buffer %d, sent %d)", n, cap(sub.C), sent)
 		}
-		expectRecv(t, sub, taskstate.EventResync)
+		expectRecv(t, sub, events.Resync)
 		for i := sent - n + 1; i < sent; i++ {
 			expectRecv(t, sub, strconv.Itoa(i))
 		}
@@ -311,7 +312,7 @@ func TestHubClose(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b)
-		h := taskstate.NewHub(b.Client)
+		h := events.NewHub(b.Client)
 		ref := e.create(t, taskstate.CreateParams{})
 		sub, err := h.Subscribe(ctx(t), e.s.Keys().Events(ref))
 		if err != nil {

@@ -19,7 +19,7 @@ func (s *Store) RequestInput(ctx context.Context, ref Ref, attempt int64, reqs m
 	for _, k := range sortedKeys(reqs) {
 		args = append(args, k, string(reqs[k]))
 	}
-	return s.runKeys(ctx, inputScript, []string{s.keys.Task(ref), s.keys.Held(ref.Owner)}, args...)
+	return s.runKeys(ctx, inputScript, []string{s.keys.Task(ref), s.keys.held(ref.Owner)}, args...)
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // raws builds an answers or requests map from key/JSON pairs.
@@ -160,7 +161,7 @@ func TestLifetime(t *testing.T) {
 				t.Fatalf("ttlMs %d", *r.TTLMs)
 			}
 			e.clock.Advance(2 * time.Second)
-			if n, err := e.s.Reap(ctx(t)); err != nil || n != 0 {
+			if n, err := e.s.Reap(ctx(t), nil); err != nil || n != 0 {
 				t.Fatalf("reap: %d %v", n, err)
 			}
 			e.get(t, ref)
@@ -174,15 +175,15 @@ func TestLifetime(t *testing.T) {
 			long := e.create(t, taskstate.CreateParams{TTLMs: ttl(60000)})
 			w := e.watch(t, short)
 			e.clock.Advance(1500 * time.Millisecond)
-			n, err := e.s.Reap(ctx(t))
+			n, err := e.s.Reap(ctx(t), nil)
 			if err != nil || n != 1 {
 				t.Fatalf("reap: %d %v", n, err)
 			}
-			w.expect(t, taskstate.EventExpired)
+			w.expect(t, events.Expired)
 			if e.exists(t, short) || !e.exists(t, long) {
 				t.Fatal("the wrong records are gone")
 			}
-			if n, err := e.s.Reap(ctx(t)); err != nil || n != 0 {
+			if n, err := e.s.Reap(ctx(t), nil); err != nil || n != 0 {
 				t.Fatalf("second reap: %d %v", n, err)
 			}
 		})

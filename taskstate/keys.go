@@ -3,16 +3,16 @@ package taskstate
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 )
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "mcpq:"
 
-// Keys builds every Redis key and channel name mcpq uses. Names that belong
-// to one principal carry its hash tag ({p...}), so all keys a script touches
-// share one Redis Cluster slot and a lookup under another principal cannot
-// address the record.
+// Keys builds every Redis key and channel name of tasks (internal/access
+// and internal/queue build theirs under the same prefix). Names that
+// belong to one principal carry its hash tag ({p...}), so all keys a
+// script touches share one Redis Cluster slot and a lookup under another
+// principal cannot address the record.
 type Keys struct {
 	// Prefix starts every name; tests use a unique prefix to run in parallel.
 	Prefix string
@@ -27,175 +27,74 @@ func OwnerTag(principal string) string {
 // Task is the task record. Type: hash (fields in record.go).
 func (k Keys) Task(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:task:" + ref.ID }
 
-// TaskExtra is the companion of an ended task's record: the fields whose
-// name or value is longer than a default redis.conf keeps in a compact hash
-// (64 bytes: the result, error, receipt, a long statusMessage, input
-// requests and answers), so the record itself stays a listpack. The
-// scripts' compact() writes it when a task ends, with the record's expiry,
-// and derives its name from Task (the same name plus ":x"), so the two must
-// stay in step; the record's field 'x' says it exists. Value: each field
-// as "<len>:<name><len>:<value>" (record.go's mergeExtra). Type: string.
-func (k Keys) TaskExtra(ref Ref) string { return k.Task(ref) + ":x" }
+// TaskExtra is the companion of an ended task's record: its fields too
+// long for a compact hash (record.go's mergeExtra). Type: string.
+func (k Keys) TaskExtra(ref Ref) string {
+	// The fields whose name or value is longer than a default redis.conf
+	// keeps in a compact hash (64 bytes: the result, error, receipt, a long
+	// statusMessage, input requests and answers), so the record itself
+	// stays a listpack. The scripts' compact() writes it when a task ends,
+	// with the record's expiry, and derives its name from Task (the same
+	// name plus ":x"), so the two must stay in step; the record's field 'x'
+	// says it exists. Value: each field as "<len>:<name><len>:<value>".
+	return k.Task(ref) + ":x"
+}
 
 // Events is the task's pub/sub channel; each state change (a cancel request
 // too) publishes the record's new version and state, the reaper "expired",
 // workers their notifications (events.go). Type: pub/sub channel.
 func (k Keys) Events(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:events:" + ref.ID }
 
-// Catalog maps ToolDef.Key (tool name, or kind:name) to its published
-// definition (JSON ToolDef). Type: hash.
-func (k Keys) Catalog() string { return k.Prefix + "catalog" }
-
-// Serving says which catalog entries a live worker serves: member
-// ToolDef.Key, score the unix ms until which the latest heartbeat of any
-// worker serving it holds (serving.go). Type: sorted set.
-func (k Keys) Serving() string { return k.Prefix + "serving" }
-
-// Lists is where catalog changes are announced; the payload is the list
-// that changed (ListTools, ListPrompts, ListResources). Type: pub/sub channel.
-func (k Keys) Lists() string { return k.Prefix + "lists" }
-
-// ResourceUpdates is where resource changes are announced; the payload is
-// the resource URI. Type: pub/sub channel.
-func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }
-
-// StateKey holds the HMAC key front ends share for MRTR requestState
-// (base64). Type: string.
-func (k Keys) StateKey() string { return k.Prefix + "state-key" }
-
-// Session is a legacy-era (2025-11-25) HTTP session of one owner, opened
-// by initialize and named by its Mcp-Session-Id: fields in session.go; it
-// expires after an idle time, renewed on every request. Type: hash.
-func (k Keys) Session(owner, id string) string { return k.Prefix + "{" + owner + "}:session:" + id }
-
-// SessionSubscriptions holds the resource URIs a legacy session subscribed
-// to (resources/subscribe); it expires with its session. Type: set.
-func (k Keys) SessionSubscriptions(owner, id string) string { return k.Session(owner, id) + ":subs" }
-
-// SessionEvents holds the messages sent on one SSE stream of a legacy
-// session, for replay to a client resuming it with Last-Event-ID: field
-// "d" the message ("" for a priming event), "f" set on the request's final
-// response; capped at MaxStreamEvents entries, expiring with its session
-// (sselog.go). Type: stream.
-func (k Keys) SessionEvents(owner, id, stream string) string {
-	return k.Session(owner, id) + ":events:" + stream
-}
-
-// SessionGetStream names the one GET stream of a legacy session that gets
-// the session's messages (2025-11-25: a message goes on one stream only);
-// it expires unless its holder renews it (sselog.go). Type: string.
-func (k Keys) SessionGetStream(owner, id string) string { return k.Session(owner, id) + ":get" }
-
-// SessionSentStates records, per task of a legacy session, the newest
-// state its GET streams sent ("version status\x00statusMessage"), so a
-// stream that takes over from another does not send it again
-// (Store.SendTaskState). Type: hash; it expires with its session.
-func (k Keys) SessionSentStates(owner, id string) string { return k.Session(owner, id) + ":sent" }
-
-// SessionTasks indexes the tasks a legacy session created with a task
-// parameter: member task id, score its creation (unix ms); at most
-// MaxSessionTasks, expiring with the session. Type: sorted set.
-func (k Keys) SessionTasks(owner, id string) string { return k.Session(owner, id) + ":tasks" }
-
-// SessionTaskCreated is where a legacy session's new task is announced to
-// its GET stream; the payload is the task id. Type: pub/sub channel.
-func (k Keys) SessionTaskCreated(owner, id string) string {
-	return k.Session(owner, id) + ":task-created"
-}
-
-// SessionStreamCall names the held request a legacy POST stream answers,
-// so any front end can resume it: fields in sselog.go; it expires with its
-// session. Type: hash.
-func (k Keys) SessionStreamCall(owner, id, stream string) string {
-	return k.Session(owner, id) + ":call:" + stream
-}
-
 // Deadlines indexes one owner's tasks that have a TTL: member task id,
 // score the deadline (unix ms). The reaper walks it. Type: sorted set.
 func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }
 
-// Owners lists the owner tags that have (or had) tasks, so the reaper and
+// owners lists the owner tags that have (or had) tasks, so the reaper and
 // the recovery loop can find every owner's indexes. Type: set.
-func (k Keys) Owners() string { return k.Prefix + "owners" }
+func (k Keys) owners() string { return k.Prefix + "owners" }
 
-// Queue is the asynq queue name of an mcpq queue: asynq's own keys carry no
-// prefix, so the prefix goes into the queue name to keep deployments apart.
-func (k Keys) Queue(name string) string { return k.Prefix + name }
-
-// QueueName is the mcpq queue name of an asynq queue name (Queue's
-// inverse); ok is false for a name without the prefix.
-func (k Keys) QueueName(asynqQueue string) (name string, ok bool) {
-	return strings.CutPrefix(asynqQueue, k.Prefix)
-}
-
-// Wake is where a new job on queue (an mcpq queue name) is announced, in
-// the same round trip as its enqueue, so an idle worker of the queue
-// dequeues it at once instead of at its next poll (worker/wake.go). The
-// payload is empty. Type: pub/sub channel.
-func (k Keys) Wake(queue string) string { return k.Prefix + "wake:" + queue }
-
-// AsynqPendingQueue is the asynq queue name in asynq's pending list key of
-// a queue, "asynq:{<queue>}:pending" (asynq v0.26.0, internal/base
-// PendingKey: one of the keys of its enqueue and dequeue scripts); ok is
-// false for any other key.
-func AsynqPendingQueue(key string) (queue string, ok bool) {
-	rest, ok := strings.CutPrefix(key, "asynq:{")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "}:pending")
-}
-
-// APIKeys maps the SHA-256 (hex) of a managed API key to its KeyInfo
-// (JSON). Only hashes are stored. Type: hash.
-func (k Keys) APIKeys() string { return k.Prefix + "{apikeys}:by-hash" }
-
-// APIKeyIDs maps a managed key's public id to the SHA-256 of the key, for
-// listing and revocation. Type: hash (same slot as APIKeys).
-func (k Keys) APIKeyIDs() string { return k.Prefix + "{apikeys}:by-id" }
-
-// Tasks indexes one owner's tasks newest first: member task id, score
+// tasks indexes one owner's tasks newest first: member task id, score
 // createdAt (unix ms). "My tasks" pages through it. Type: sorted set.
-func (k Keys) Tasks(owner string) string { return k.Prefix + "{" + owner + "}:tasks" }
+func (k Keys) tasks(owner string) string { return k.Prefix + "{" + owner + "}:tasks" }
 
-// Live holds one owner's tasks that have not ended (member task id, score
+// live holds one owner's tasks that have not ended (member task id, score
 // createdAt), for the per-principal cap on live tasks. Type: sorted set.
-func (k Keys) Live(owner string) string { return k.Prefix + "{" + owner + "}:live" }
+func (k Keys) live(owner string) string { return k.Prefix + "{" + owner + "}:live" }
 
 // ArgBytes is the hash of the argument bytes one owner's live tasks hold:
-// field task id → bytes, and 'total'. The scripts' ended() helper derives
-// it from Live (the same name plus ":args"), so the two must stay in step.
-func (k Keys) ArgBytes(owner string) string { return k.Live(owner) + ":args" }
+// field task id → bytes, and 'total'. Type: hash.
+func (k Keys) ArgBytes(owner string) string {
+	// The scripts' ended() helper derives it from live (the same name plus
+	// ":args"), so the two must stay in step.
+	return k.live(owner) + ":args"
+}
 
-// Held indexes one owner's tasks that a delivery holds (claimed, not yet
+// held indexes one owner's tasks that a delivery holds (claimed, not yet
 // ended or parked): member task id, score when to look at it next (unix
 // ms): when its heartbeat would be lost-after old, or a cancel's grace
 // runs out. The takeover scan walks it. Type: sorted set.
-func (k Keys) Held(owner string) string { return k.Prefix + "{" + owner + "}:held" }
+func (k Keys) held(owner string) string { return k.Prefix + "{" + owner + "}:held" }
 
-// Running holds one owner's tasks that run on queue (an mcpq queue name)
+// running holds one owner's tasks that run on queue (an mcpq queue name)
 // while a per-principal share is in force (claim.go): member task id,
 // score the unix ms until which the entry counts (the delivery's last
 // claim or heartbeat plus lost-after), so the slot of a killed worker ages
 // out on its own. The record's 'slot' field names the set its task is in,
 // and the scripts that park, end or take back a task remove it from there
 // (prelude.lua's free_slot). Type: sorted set.
-func (k Keys) Running(owner, queue string) string {
+func (k Keys) running(owner, queue string) string {
 	return k.Prefix + "{" + owner + "}:running:" + queue
 }
-
-// Rate is one owner's request token bucket (fields tokens, ts). Type: hash.
-func (k Keys) Rate(owner string) string { return k.Prefix + "{" + owner + "}:rate" }
 
 // Stops is where every task's cancel request and expiry is also announced
 // (payload: the task id), so a worker follows all its running jobs with one
 // subscription instead of one per job. Type: pub/sub channel.
 func (k Keys) Stops() string { return k.Prefix + "stops" }
 
-// Account is one owner's billing account (billing.go), in integer units:
+// account is one owner's billing account (billing.go), in integer units:
 // fields balance (neither reserved nor charged), reserved, charged and
 // credited; credited = balance + reserved + charged always. Type: hash.
-func (k Keys) Account(owner string) string { return k.Prefix + "{" + owner + "}:account" }
+func (k Keys) account(owner string) string { return k.Prefix + "{" + owner + "}:account" }
 
 // Holds are one owner's open reservations: field "r:<task id>" →
 // "<reserved> <reserve ledger entry id> <tool>", and "u:<task id>" → the
@@ -204,18 +103,18 @@ func (k Keys) Account(owner string) string { return k.Prefix + "{" + owner + "}:
 // still settles. Type: hash.
 func (k Keys) Holds(owner string) string { return k.Prefix + "{" + owner + "}:holds" }
 
-// Ledger is one owner's append-only billing ledger: credit, reserve,
-// settle and release entries (billing.go, LedgerEntry). Type: stream.
-func (k Keys) Ledger(owner string) string { return k.Prefix + "{" + owner + "}:ledger" }
+// ledger is one owner's append-only billing ledger: credit, reserve,
+// settle and release entries (billing.go, proto.LedgerEntry). Type: stream.
+func (k Keys) ledger(owner string) string { return k.Prefix + "{" + owner + "}:ledger" }
 
-// Idempotency maps one owner's idempotency key (its SHA-256, hex) to the
+// idempotency maps one owner's idempotency key (its SHA-256, hex) to the
 // task id it created, for the key's TTL. Type: string.
-func (k Keys) Idempotency(owner, keyHash string) string {
+func (k Keys) idempotency(owner, keyHash string) string {
 	return k.Prefix + "{" + owner + "}:idem:" + keyHash
 }
 
-// LedgerForwarded is the id of the last entry of one owner's ledger a
+// ledgerForwarded is the id of the last entry of one owner's ledger a
 // LedgerHook acknowledged (settlements.go): the outbox cursor. Type: string.
-func (k Keys) LedgerForwarded(owner string) string {
+func (k Keys) ledgerForwarded(owner string) string {
 	return k.Prefix + "{" + owner + "}:ledger:forwarded"
 }

@@ -68,7 +68,7 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 	const batchSize = 64
 	cursorScore, offset := max, int64(0)
 	for {
-		batch, err := s.rdb.ZRevRangeByScoreWithScores(ctx, s.keys.Tasks(owner), &redis.ZRangeBy{
+		batch, err := s.rdb.ZRevRangeByScoreWithScores(ctx, s.keys.tasks(owner), &redis.ZRangeBy{
 			Max: max, Min: "-inf", Offset: offset, Count: batchSize}).Result()
 		if err != nil {
 			return nil, err

@@ -324,7 +324,7 @@ func TestListTasks(t *testing.T) {
 					t.Errorf("limit %d after expiry: %v, want only %s", limit, got, long.ID)
 				}
 			}
-			if n, err := e.s.Reap(ctx(t)); err != nil || n != 1 {
+			if n, err := e.s.Reap(ctx(t), nil); err != nil || n != 1 {
 				t.Fatalf("Reap: %d %v", n, err)
 			}
 			n, err := e.b.Client.ZCard(ctx(t), e.s.Keys().Tasks(taskstate.OwnerTag(principal))).Result()

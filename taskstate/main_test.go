@@ -14,6 +14,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // TestMain stops the redis-server redistest may have started.
@@ -228,7 +229,7 @@ func (w *watcher) expect(t *testing.T, payloads ...string) {
 // eventName is the status a state-change payload announces, else the
 // payload itself.
 func eventName(payload string) string {
-	if ev := taskstate.DecodeEvent(payload); ev.Status != "" {
+	if ev := events.Decode(payload); ev.Status != "" {
 		return string(ev.Status)
 	}
 	return payload

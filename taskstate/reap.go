@@ -15,15 +15,13 @@ const reapBatch = 100
 // to stop (its next heartbeat sees the expiry), listeners get "expired",
 // and the record and its index entry are removed. It returns how many
 // tasks it reaped. Several reapers may run at once: each task is reaped once.
-func (s *Store) Reap(ctx context.Context) (int, error) { return s.ReapEach(ctx, nil) }
-
-// ReapEach is Reap that also calls ended, when not nil, with each task it
-// reaped or found already gone from Redis (its record expired unreaped),
-// so what lives outside Redis (stored results) can end with it.
-func (s *Store) ReapEach(ctx context.Context, ended func(Ref)) (int, error) {
+// It calls ended, when not nil, with each task it reaped or found already
+// gone from Redis (its record expired unreaped), so what lives outside Redis
+// (stored results) can end with it.
+func (s *Store) Reap(ctx context.Context, ended func(Ref)) (int, error) {
 	now := s.nowMs()
 	reaped := 0
-	iter := s.rdb.SScan(ctx, s.keys.Owners(), 0, "", 100).Iterator()
+	iter := s.rdb.SScan(ctx, s.keys.owners(), 0, "", 100).Iterator()
 	for iter.Next(ctx) {
 		owner := iter.Val()
 		idx := s.keys.Deadlines(owner)
@@ -36,7 +34,7 @@ func (s *Store) ReapEach(ctx context.Context, ended func(Ref)) (int, error) {
 			}
 			for _, id := range ids {
 				ref := Ref{Owner: owner, ID: id}
-				err := s.runKeys(ctx, reapScript, append([]string{s.keys.Task(ref), s.keys.Live(owner), s.keys.Held(owner), idx, s.keys.Tasks(owner)},
+				err := s.runKeys(ctx, reapScript, append([]string{s.keys.Task(ref), s.keys.live(owner), s.keys.held(owner), idx, s.keys.tasks(owner)},
 					s.billingKeys(owner)...),
 					now, id, s.keys.Events(ref), s.keys.Stops())
 				switch {

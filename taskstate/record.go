@@ -62,8 +62,9 @@ type Record struct {
 	// Checkpoint is the handler's last saved checkpoint.
 	Checkpoint json.RawMessage
 	// Resumes is the task's job sequence number: it counts the jobs issued
-	// after the first, on a resume after input or a takeover from a lost
-	// worker (the job id carries it: internal/job).
+	// after the first, on a resume after input, a takeover from a lost
+	// worker, a job over its principal's share or one handed back (the job
+	// id carries it: internal/queue).
 	Resumes int64
 	// Lost counts the deliveries taken back from lost workers.
 	Lost int64
@@ -216,8 +217,8 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	return r, true
 }
 
-// FormatTime renders a record time as the ISO 8601 text of the wire.
-func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+// formatTime renders a record time as the ISO 8601 text of the wire.
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // Task is the record's wire Task.
 func (r *Record) Task() proto.Task {
@@ -225,8 +226,8 @@ func (r *Record) Task() proto.Task {
 		TaskID:        r.Ref.ID,
 		Status:        r.Status,
 		StatusMessage: r.StatusMessage,
-		CreatedAt:     FormatTime(r.CreatedAt),
-		LastUpdatedAt: FormatTime(r.LastUpdatedAt),
+		CreatedAt:     formatTime(r.CreatedAt),
+		LastUpdatedAt: formatTime(r.LastUpdatedAt),
 		TTLMs:         r.TTLMs,
 	}
 	if p := r.pollInterval(); p > 0 {

@@ -7,11 +7,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// A settlement comes back with the script's return code (prelude
+// settled(): {code, receipt, tool}; claim, takeover and hand-back append
+// receipt and tool to their replies), so learning it costs no Redis round
+// trip.
+
 // Settlement is one reservation settled by a terminal transition this
 // store ran (finish, cancel, claim, takeover, reap): what Options.Settled
-// is told. It comes back with the script's return code (prelude
-// settled(): {code, receipt, tool}; claim and takeover append receipt and
-// tool to their replies), so learning it costs no Redis round trip.
+// is told.
 type Settlement struct {
 	// Tool is the catalog key of the task's tool.
 	Tool string

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // Options configure a Store. The zero value is usable.
@@ -32,7 +34,7 @@ type Options struct {
 	// the same connection; see wait.go) and return a *ReplicaError when
 	// fewer do within WaitTimeout. Default 0: no wait.
 	WaitReplicas int
-	// WaitTimeout bounds that wait (default DefaultWaitTimeout, 1s).
+	// WaitTimeout bounds that wait (default 1s).
 	WaitTimeout time.Duration
 	// Settled, when set, is called with each reservation a terminal
 	// transition run through this store settled (finish, cancel, claim,
@@ -42,21 +44,20 @@ type Options struct {
 	Settled func(Settlement)
 }
 
-// Defaults of Options.LostAfter and Options.CancelGrace, and of the cap
-// on task lifetimes front ends and workers share.
+// Defaults of Options.LostAfter and Options.CancelGrace.
 const (
 	DefaultLostAfter   = 10 * time.Second
 	DefaultCancelGrace = 2 * time.Second
-	DefaultMaxTTL      = 24 * time.Hour
 )
 
 // Store reads and changes task records. It is safe for concurrent use.
 type Store struct {
-	rdb   redis.UniversalClient
-	keys  Keys
-	now   func() time.Time
-	grace time.Duration
-	lost  time.Duration
+	rdb     redis.UniversalClient
+	keys    Keys
+	catalog *catalog.Catalog
+	now     func() time.Time
+	grace   time.Duration
+	lost    time.Duration
 	// cancelGrace is Options.CancelGrace.
 	cancelGrace time.Duration
 	// waitReplicas and waitTimeout are Options.WaitReplicas and WaitTimeout.
@@ -64,7 +65,7 @@ type Store struct {
 	waitTimeout  time.Duration
 	// settled is Options.Settled.
 	settled func(Settlement)
-	// owners remembers owners already in Keys.Owners, to add each once.
+	// owners remembers owners already in Keys.owners, to add each once.
 	owners sync.Map
 }
 
@@ -86,19 +87,19 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	if opts.WaitTimeout <= 0 {
-		opts.WaitTimeout = DefaultWaitTimeout
+		opts.WaitTimeout = defaultWaitTimeout
 	}
 	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
 		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout,
-		settled: opts.Settled}
+		settled: opts.Settled, catalog: catalog.New(rdb, opts.Prefix, opts.Clock)}
 }
+
+// Catalog returns the shared catalog on the store's Redis, prefix and clock.
+func (s *Store) Catalog() *catalog.Catalog { return s.catalog }
 
 // Keys returns the key builder the store uses.
 func (s *Store) Keys() Keys { return s.keys }
-
-// Redis returns the underlying client.
-func (s *Store) Redis() redis.UniversalClient { return s.rdb }
 
 // Now returns the store clock's current time.
 func (s *Store) Now() time.Time { return s.now() }
@@ -116,12 +117,8 @@ func (s *Store) runCode(ctx context.Context, sc *redis.Script, ref Ref, args ...
 // owner's live set and held index, and the owner's account, holds and
 // ledger (the prelude's settle_task).
 func (s *Store) liveKeys(ref Ref) []string {
-	return append([]string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Held(ref.Owner)}, s.billingKeys(ref.Owner)...)
+	return append([]string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.held(ref.Owner)}, s.billingKeys(ref.Owner)...)
 }
-
-// LostAfter is how long a held task may go without a heartbeat before its
-// delivery counts as lost (Options.LostAfter).
-func (s *Store) LostAfter() time.Duration { return s.lost }
 
 // runKeys is runCode for scripts with more keys (all in the owner's slot).
 func (s *Store) runKeys(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {

@@ -467,8 +467,8 @@ func TestKeys(t *testing.T) {
 		if k.Task(taskstate.Ref{Owner: bob.Owner, ID: alice.ID}) == k.Task(alice) {
 			t.Fatal("same id under two owners is one key")
 		}
-		if !strings.HasPrefix(k.Catalog(), b.Prefix) || k.Task(alice) == k.Events(alice) {
-			t.Fatalf("key names collide: %q %q %q", k.Catalog(), k.Task(alice), k.Events(alice))
+		if !strings.HasPrefix(e.s.Catalog().Keys().Entries(), b.Prefix) || k.Task(alice) == k.Events(alice) {
+			t.Fatalf("key names collide: %q %q %q", e.s.Catalog().Keys().Entries(), k.Task(alice), k.Events(alice))
 		}
 		// The record really lives under the key Keys names.
 		if !e.exists(t, alice) {
@@ -494,7 +494,7 @@ func TestOwnerTag(t *testing.T) {
 		}
 		seen[tag] = p
 	}
-	if taskstate.DefaultPrefix == "" || (taskstate.Keys{}).Catalog() != "catalog" {
+	if taskstate.DefaultPrefix == "" || (taskstate.Keys{}).Events(taskstate.Ref{Owner: "p", ID: "x"}) != "{p}:events:x" {
 		t.Fatal("Keys with an empty prefix should not add one")
 	}
 }
@@ -535,4 +535,21 @@ func TestSlot(t *testing.T) {
 			t.Errorf("slot(%q) = %d, want %d", key, got, want)
 		}
 	}
+}
+
+func TestStoreDefaults(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		s := taskstate.New(b.Client, taskstate.Options{})
+		if s.Keys().Prefix != taskstate.DefaultPrefix {
+			t.Fatalf("default prefix %q", s.Keys().Prefix)
+		}
+		if d := time.Since(s.Now()); d < 0 || d > time.Minute {
+			t.Fatalf("default clock is %v off", d)
+		}
+		c := newClock()
+		if got := taskstate.New(b.Client, taskstate.Options{Clock: c.Now}).Now(); !got.Equal(c.Now()) {
+			t.Fatalf("Now() = %v, want the injected clock", got)
+		}
+	})
 }

@@ -25,19 +25,19 @@ type Stranded struct {
 }
 
 // StrandedTasks lists live tasks that are working, held by no delivery and
-// last changed more than olderThan ago. It pages through every owner's
-// live tasks created before the cutoff (held ones included, which can be
-// many for long-running tools), reading each page's records in one
-// pipeline.
+// last changed more than olderThan ago.
 func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]Stranded, error) {
+	// It pages through every owner's live tasks created before the cutoff
+	// (held ones included, which can be many for long-running tools),
+	// reading each page's records in one pipeline.
 	now := s.now()
 	cutoff := now.Add(-olderThan)
 	var out []Stranded
-	iter := s.rdb.SScan(ctx, s.keys.Owners(), 0, "", 100).Iterator()
+	iter := s.rdb.SScan(ctx, s.keys.owners(), 0, "", 100).Iterator()
 	for iter.Next(ctx) {
 		owner := iter.Val()
 		for offset := int64(0); ; offset += reapBatch {
-			ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.Live(owner), Start: "-inf",
+			ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.live(owner), Start: "-inf",
 				Stop: strconv.FormatInt(cutoff.UnixMilli(), 10), ByScore: true, Offset: offset, Count: reapBatch}).Result()
 			if err != nil {
 				return nil, err

@@ -46,10 +46,10 @@ func (s *Store) TakeOver(ctx context.Context, maxLost int, takeLost bool) ([]Tak
 	}
 	var out []TakenBack
 	var stats TakeoverStats
-	iter := s.rdb.SScan(ctx, s.keys.Owners(), 0, "", 100).Iterator()
+	iter := s.rdb.SScan(ctx, s.keys.owners(), 0, "", 100).Iterator()
 	for iter.Next(ctx) {
 		owner := iter.Val()
-		held := s.keys.Held(owner)
+		held := s.keys.held(owner)
 		// Entries not due yet are re-indexed later, done ones removed; one
 		// left due (takeLost false) is skipped by the offset.
 		for offset := int64(0); ; {

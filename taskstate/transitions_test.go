@@ -12,7 +12,7 @@ import (
 )
 
 // wantAllowed is the state machine written out independently of
-// taskstate.Transitions, so a change to the table has to change this too.
+// taskstate.Transitions(), so a change to the table has to change this too.
 var wantAllowed = map[[2]proto.TaskStatus]bool{
 	{taskstate.StatusNew, proto.StatusWorking}: true,
 
@@ -38,17 +38,17 @@ func name(s proto.TaskStatus) string {
 
 func TestTransitionTable(t *testing.T) {
 	t.Parallel()
-	if got := len(taskstate.AllStatuses); got != 6 {
+	if got := len(taskstate.AllStatuses()); got != 6 {
 		t.Fatalf("AllStatuses has %d entries, want 6", got)
 	}
 	seen := map[proto.TaskStatus]bool{}
-	for _, s := range taskstate.AllStatuses {
+	for _, s := range taskstate.AllStatuses() {
 		if seen[s] {
 			t.Fatalf("AllStatuses lists %q twice", s)
 		}
 		seen[s] = true
 	}
-	for from, tos := range taskstate.Transitions {
+	for from, tos := range taskstate.Transitions() {
 		if !seen[from] {
 			t.Errorf("Transitions row %q is not in AllStatuses", from)
 		}
@@ -58,8 +58,8 @@ func TestTransitionTable(t *testing.T) {
 			}
 		}
 	}
-	for _, from := range taskstate.AllStatuses {
-		for _, to := range taskstate.AllStatuses {
+	for _, from := range taskstate.AllStatuses() {
+		for _, to := range taskstate.AllStatuses() {
 			t.Run(name(from)+"->"+name(to), func(t *testing.T) {
 				want := wantAllowed[[2]proto.TaskStatus{from, to}]
 				if got := taskstate.Allowed(from, to); got != want {
@@ -72,7 +72,7 @@ func TestTransitionTable(t *testing.T) {
 		}
 	}
 	for _, s := range terminalStatuses {
-		if _, ok := taskstate.Transitions[s]; ok {
+		if _, ok := taskstate.Transitions()[s]; ok {
 			t.Errorf("terminal %q has a row in Transitions", s)
 		}
 	}
@@ -194,8 +194,8 @@ func TestTransitionsThroughStore(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b)
-		for _, from := range taskstate.AllStatuses {
-			for _, to := range taskstate.AllStatuses {
+		for _, from := range taskstate.AllStatuses() {
+			for _, to := range taskstate.AllStatuses() {
 				t.Run(name(from)+"->"+name(to), func(t *testing.T) {
 					ref, attempt := e.drive(t, from)
 					if !wantAllowed[[2]proto.TaskStatus{from, to}] {
@@ -354,7 +354,7 @@ func TestTerminalNeverChanges(t *testing.T) {
 			return err
 		}, taskstate.ErrExists},
 	}
-	for _, to := range taskstate.AllStatuses {
+	for _, to := range taskstate.AllStatuses() {
 		ops = append(ops, op{"Finish " + name(to), func(t *testing.T, e *env, ref taskstate.Ref, attempt int64) error {
 			return e.s.Finish(ctx(t), ref, attempt, outcome(to))
 		}, taskstate.ErrTerminal})

@@ -20,9 +20,9 @@ import (
 // owning the record's slot (ClusterClient.MasterForKey). Writes made by
 // workers are not waited on: a lost one is redone by the next delivery.
 
-// DefaultWaitTimeout is Options.WaitTimeout when WaitReplicas is set and
+// defaultWaitTimeout is Options.WaitTimeout when WaitReplicas is set and
 // WaitTimeout is not.
-const DefaultWaitTimeout = time.Second
+const defaultWaitTimeout = time.Second
 
 // ErrNotReplicated is matched (errors.Is) by a *ReplicaError.
 var ErrNotReplicated = errors.New("taskstate: write not confirmed by enough replicas")

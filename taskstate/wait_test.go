@@ -76,15 +76,12 @@ func TestWaitReplicasShortfall(t *testing.T) {
 			}
 		})
 		t.Run("create with a pipelined job", func(t *testing.T) {
-			ce := newCaptureEnv(t, b)
-			s := taskstate.New(ce.s.Redis(), taskstate.Options{Prefix: b.Prefix, Clock: e.clock.Now,
-				WaitReplicas: want, WaitTimeout: 20 * time.Millisecond})
-			ref := newRef()
-			job := ce.capture(t, ref)
-			_, err := s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo", Job: job})
+			ref := taskstate.Ref{Owner: taskstate.OwnerTag(principal), ID: taskstate.NewID()}
+			job := &fakeJob{record: e.s.Keys().Task(ref)}
+			_, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo", Job: job})
 			short(t, "Create with a job", err)
-			if !ce.queued(t, ref.ID) {
-				t.Fatal("the job is not queued")
+			if job.exists == nil || job.outcome() != nil {
+				t.Fatal("the job was not sent after the record")
 			}
 			if r, err := plain.Get(ctx(t), ref); err != nil || r.Status != proto.StatusWorking {
 				t.Fatalf("the record was not written: %+v %v", r, err)

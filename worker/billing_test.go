@@ -29,7 +29,7 @@ func TestMeter(t *testing.T) {
 		}
 		return worker.TextResult("done"), nil
 	})
-	tl.Price = &worker.Price{Base: 100}
+	tl.Price = &proto.Price{Base: 100}
 	h.start(t, h.config(), tl)
 	ctx := context.Background()
 	if _, err := h.store.Credit(ctx, "alice", 500); err != nil {
@@ -63,7 +63,7 @@ func TestMeter(t *testing.T) {
 	}
 
 	bad := h.tool("bad", tl.Handler)
-	bad.Price = &worker.Price{Base: -1}
+	bad.Price = &proto.Price{Base: -1}
 	if _, err := worker.New(h.config(), bad); err == nil || !strings.Contains(err.Error(), "price") {
 		t.Fatalf("a negative price: %v", err)
 	}
@@ -73,10 +73,10 @@ func TestMeter(t *testing.T) {
 // offer: the entries must come again.
 type ledgerHook struct {
 	failed bool
-	got    chan []worker.LedgerEntry
+	got    chan []proto.LedgerEntry
 }
 
-func (h *ledgerHook) Forward(_ context.Context, principal, _ string, entries []worker.LedgerEntry) error {
+func (h *ledgerHook) Forward(_ context.Context, principal, _ string, entries []proto.LedgerEntry) error {
 	if principal != "hooked" {
 		return nil
 	}
@@ -92,7 +92,7 @@ func (h *ledgerHook) Forward(_ context.Context, principal, _ string, entries []w
 // entries to it outside any transition, again after a failure.
 func TestLedgerHookForwarding(t *testing.T) {
 	h := mini(t)
-	hook := &ledgerHook{got: make(chan []worker.LedgerEntry, 4)}
+	hook := &ledgerHook{got: make(chan []proto.LedgerEntry, 4)}
 	cfg := h.config()
 	cfg.LedgerHook, cfg.LedgerInterval = hook, 5*time.Millisecond
 	h.start(t, cfg, h.tool("noop", func(context.Context, *worker.Call) (*proto.CallToolResult, error) {

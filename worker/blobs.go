@@ -246,10 +246,10 @@ func (w *Worker) sweepBlobs(ctx context.Context) {
 // reap finalizes expired tasks and removes their stored blocks.
 func (w *Worker) reap(ctx context.Context) (int, error) {
 	if w.cfg.Blobs.Store == nil {
-		return w.store.Reap(ctx)
+		return w.store.Reap(ctx, nil)
 	}
 	var ids []string
-	n, err := w.store.ReapEach(ctx, func(ref taskstate.Ref) { ids = append(ids, ref.ID) })
+	n, err := w.store.Reap(ctx, func(ref taskstate.Ref) { ids = append(ids, ref.ID) })
 	w.deleteBlobs(ctx, ids)
 	return n, err
 }

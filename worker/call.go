@@ -100,8 +100,8 @@ func (c *Call) Progress(ctx context.Context, message string) error {
 // cancelled or expires, never more than it reserved: usage past the
 // reservation is logged and not charged. Elsewhere Meter writes nothing.
 func (c *Call) Meter(ctx context.Context, units int64) error {
-	if units <= 0 || units > taskstate.MaxAmount {
-		return fmt.Errorf("worker: usage must be 1 to %d units, got %d", int64(taskstate.MaxAmount), units)
+	if units <= 0 || units > proto.MaxAmount {
+		return fmt.Errorf("worker: usage must be 1 to %d units, got %d", int64(proto.MaxAmount), units)
 	}
 	usage, reserved, err := c.store.Meter(ctx, c.ref, c.Attempt, units)
 	if err != nil {

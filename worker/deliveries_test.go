@@ -44,7 +44,7 @@ func TestCancelReachesNewerDelivery(t *testing.T) {
 		// The stale delivery is over once asynq no longer holds its job
 		// (marked done after the handler, and mcpq's bookkeeping, returned).
 		insp := asynq.NewInspectorFromRedisClient(b.Client)
-		queue := h.store.Keys().Queue(h.queue)
+		queue := h.jobs.Keys().Queue(h.queue)
 		for deadline := time.Now().Add(bound); ; {
 			if _, err := insp.GetTaskInfo(queue, tk.ref.ID); errors.Is(err, asynq.ErrTaskNotFound) {
 				break

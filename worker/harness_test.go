@@ -13,10 +13,12 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -36,13 +38,14 @@ const bound = 10 * time.Second
 // only after that job's delivery has been fully processed.
 const barrierTool = "_barrier"
 
-// harness is one backend with a store, an asynq client and a hub, on which
+// harness is one backend with a store, a queue client and a hub, on which
 // tests start real workers and create, enqueue and watch tasks.
 type harness struct {
 	b      *redistest.Backend
 	store  *taskstate.Store
-	client *asynq.Client
-	hub    *taskstate.Hub
+	client *asynq.Client // for jobs no mcpq enqueue makes (an id asynq takes twice)
+	jobs   *queue.Client
+	hub    *events.Hub
 	// queue is the queue test tools use: asynq keys carry no prefix, so on
 	// a shared redis-server every test needs queues of its own.
 	queue  string
@@ -57,7 +60,8 @@ func newHarness(t *testing.T, b *redistest.Backend) *harness {
 		b:      b,
 		store:  taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix}),
 		client: asynq.NewClientFromRedisClient(b.Client),
-		hub:    taskstate.NewHub(b.Client),
+		jobs:   queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix}),
+		hub:    events.NewHub(b.Client),
 		queue:  worker.DefaultQueue,
 		logs:   &logBuffer{},
 		queues: map[string]string{},
@@ -68,7 +72,7 @@ func newHarness(t *testing.T, b *redistest.Backend) *harness {
 	t.Cleanup(func() { // after the workers stopped (cleanups run last first)
 		h.hub.Close()
 		if b.Mini == nil {
-			_ = asynq.NewInspectorFromRedisClient(b.Client).DeleteQueue(h.store.Keys().Queue(h.queue), true)
+			_ = asynq.NewInspectorFromRedisClient(b.Client).DeleteQueue(h.jobs.Keys().Queue(h.queue), true)
 		}
 		if t.Failed() {
 			t.Logf("worker logs:\n%s", h.logs.String())
@@ -94,8 +98,9 @@ func (h *harness) config() worker.Config {
 }
 
 // start runs a worker (with cfg and the barrier tool added to tools) until
-// the test ends; the cleanup checks that Run returns nil.
-func (h *harness) start(t *testing.T, cfg worker.Config, tools ...worker.Tool) {
+// the test ends, or Stop (internal/workertest); the cleanup checks that
+// Run returns nil.
+func (h *harness) start(t *testing.T, cfg worker.Config, tools ...worker.Tool) *workertest.Running {
 	t.Helper()
 	tools = append(tools, h.tool(barrierTool, func(context.Context, *worker.Call) (*proto.CallToolResult, error) {
 		return worker.TextResult("barrier"), nil
@@ -109,32 +114,14 @@ func (h *harness) start(t *testing.T, cfg worker.Config, tools ...worker.Tool) {
 		h.queues[tl.Name] = tl.Queue
 	}
 	h.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(bound):
-			t.Errorf("Run did not return %v after its context was cancelled", bound)
-			// Still wait: the Redis client closes after this cleanup, and
-			// asynq v0.26.0's subscriber dereferences a nil message when
-			// its client closes under a running server (subscriber.go:83),
-			// which would kill every test of the package.
-			<-done
-		}
-	})
+	return workertest.Run(t, w)
 }
 
 // task is a created task and a subscription to its events, made before
 // anything could publish on them.
 type task struct {
 	ref taskstate.Ref
-	sub *taskstate.Subscription
+	sub *events.Subscription
 }
 
 // create writes a task record for tool (not yet enqueued) and subscribes to
@@ -157,8 +144,8 @@ func (h *harness) create(t testing.TB, tool, args string) task {
 	return task{ref: rec.Ref, sub: sub}
 }
 
-// enqueue puts the task's job on its tool's queue, with asynq TaskID id
-// (the task id when empty), as the front end does.
+// enqueue puts the task's first job on its tool's queue, as the front end
+// does; with id set, under that asynq task id (as no mcpq enqueue does).
 func (h *harness) enqueue(t testing.TB, tk task, tool, id string) {
 	t.Helper()
 	h.mu.Lock()
@@ -167,11 +154,15 @@ func (h *harness) enqueue(t testing.TB, tk task, tool, id string) {
 	if !ok || q == "" {
 		q = h.queue
 	}
+	j := queue.Job{Ref: tk.ref, Tool: tool, Queue: q}
 	if id == "" {
-		id = tk.ref.ID
+		if err := h.jobs.Enqueue(context.Background(), j); err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		return
 	}
-	job := asynq.NewTask(job.Type, job.Payload(tk.ref))
-	if _, err := h.client.Enqueue(job, asynq.TaskID(id), asynq.Queue(h.store.Keys().Queue(q))); err != nil {
+	task := asynq.NewTask(queue.Type, queue.Payload(j))
+	if _, err := h.client.Enqueue(task, asynq.TaskID(id), asynq.Queue(h.jobs.Keys().Queue(q))); err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
 }

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"slices"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 )
 
@@ -38,9 +37,17 @@ type metrics struct {
 	takeovers  *prometheus.CounterVec // action
 	expired    prometheus.Counter
 	running    prometheus.Gauge
-	holding    prometheus.Gauge   // asynq servers holding a dequeue for a wake-up (wake.go)
-	woken      prometheus.Counter // jobs a wake-up delivered
+	holding    prometheus.Gauge       // asynq servers holding a dequeue for a wake-up (internal/queue)
+	woken      prometheus.Counter     // jobs a wake-up delivered
+	handBacks  *prometheus.CounterVec // outcome (handback.go)
 }
+
+// Outcomes of a job for a tool this worker does not serve (label
+// "outcome" of mcpq_worker_handbacks_total).
+const (
+	handBackRequeued = "requeued" // back in the queue, for a worker that serves the tool
+	handBackFailed   = "failed"   // no live worker serves the tool: the task failed
+)
 
 // Takeover actions (label "action" of mcpq_worker_takeovers_total).
 const (
@@ -99,12 +106,19 @@ func newMetrics(reg *prometheus.Registry, w *Worker) *metrics {
 			Name: "mcpq_worker_woken_jobs_total",
 			Help: "Jobs an idle worker dequeued on a wake-up rather than on its poll.",
 		}),
+		handBacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpq_worker_handbacks_total",
+			Help: "Jobs for a tool this worker does not serve: requeued (for a worker that serves it) or failed (no live worker serves it).",
+		}, []string{"outcome"}),
 	}
 	for _, a := range []string{takeoverRerun, takeoverFailed, takeoverCancelled} {
 		m.takeovers.WithLabelValues(a) // shown at 0 from the start
 	}
+	for _, o := range []string{handBackRequeued, handBackFailed} {
+		m.handBacks.WithLabelValues(o)
+	}
 	reg.MustRegister(m.ended, m.pickup, m.duration, m.inputWaits, m.cancel, m.heartbeats,
-		m.takeovers, m.expired, m.running, m.holding, m.woken, &queueCollector{w: w})
+		m.takeovers, m.expired, m.running, m.holding, m.woken, m.handBacks, &queueCollector{w: w})
 	return m
 }
 
@@ -121,7 +135,7 @@ func (m *metrics) finished(tool string, status proto.TaskStatus, created, storeN
 	}
 }
 
-// Queue gauges, read from asynq at scrape time.
+// Queue gauges, read from the queues at scrape time.
 var (
 	queueDepthDesc = prometheus.NewDesc("mcpq_queue_jobs",
 		"Jobs in a queue this worker serves, by state (pending, active, scheduled, retry, archived).",
@@ -158,8 +172,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	w.mu.Unlock()
-	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
-	known, err := insp.Queues()
+	known, err := w.enq.Queues()
 	if err != nil {
 		w.log.Warn("metrics: queues unreadable", "err", err)
 		return
@@ -169,19 +182,19 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		if time.Now().After(deadline) {
 			return
 		}
-		info, err := &asynq.QueueInfo{}, error(nil) // a queue no job was ever put on
-		if name := w.store.Keys().Queue(q); slices.Contains(known, name) {
-			info, err = insp.GetQueueInfo(name)
+		d, err := queue.Depth{}, error(nil) // a queue no job was ever put on
+		if known[q] {
+			d, err = w.enq.Depth(q)
 		}
 		if err != nil {
 			w.log.Warn("metrics: queue unreadable", "queue", q, "err", err)
 			continue
 		}
-		for state, n := range map[string]int{"pending": info.Pending, "active": info.Active,
-			"scheduled": info.Scheduled, "retry": info.Retry, "archived": info.Archived} {
+		for state, n := range map[string]int{"pending": d.Pending, "active": d.Active,
+			"scheduled": d.Scheduled, "retry": d.Retry, "archived": d.Archived} {
 			ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), q, state)
 		}
-		ch <- prometheus.MustNewConstMetric(queueLatencyDesc, prometheus.GaugeValue, info.Latency.Seconds(), q)
+		ch <- prometheus.MustNewConstMetric(queueLatencyDesc, prometheus.GaugeValue, d.Latency.Seconds(), q)
 	}
 }
 

@@ -8,10 +8,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -27,11 +28,11 @@ func TestQueues(t *testing.T) {
 			t.Cleanup(func() {
 				insp := asynq.NewInspectorFromRedisClient(b.Client)
 				for _, q := range []string{"gpu", "cpu"} {
-					_ = insp.DeleteQueue(h.store.Keys().Queue(q), true)
+					_ = insp.DeleteQueue(h.jobs.Keys().Queue(q), true)
 				}
 			})
 		}
-		lists, err := h.hub.Subscribe(context.Background(), h.store.Keys().Lists())
+		lists, err := h.hub.Subscribe(context.Background(), h.store.Catalog().Keys().Lists())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,22 +75,22 @@ func TestQueues(t *testing.T) {
 		stopGPU := runWorker(cfg(map[string]int{"gpu": 1}), tools("gpu worker"))
 		runWorker(cfg(map[string]int{"cpu": 2}), tools("cpu worker"))
 
-		catalog := func() map[string]taskstate.ToolDef {
-			defs, err := h.store.Tools(context.Background())
+		entries := func() map[string]catalog.Entry {
+			defs, err := h.store.Catalog().Entries(context.Background())
 			if err != nil {
 				t.Fatalf("Tools: %v", err)
 			}
-			m := map[string]taskstate.ToolDef{}
+			m := map[string]catalog.Entry{}
 			for _, d := range defs {
 				m[d.Key()] = d
 			}
 			return m
 		}
 		served := func(key string) bool {
-			d := catalog()[key]
+			d := entries()[key]
 			return d.Served(time.Now())
 		}
-		c := catalog()
+		c := entries()
 		if c["render"].Queue != "gpu" || c["echo"].Queue != "cpu" || len(c) != 2 {
 			t.Fatalf("catalog %+v: want render on gpu, echo on cpu, nothing else", c)
 		}
@@ -101,8 +102,7 @@ func TestQueues(t *testing.T) {
 		for range 3 {
 			for tool, want := range map[string]string{"render": "gpu worker", "echo": "cpu worker"} {
 				tk := h.create(t, tool, `{}`)
-				if _, err := h.client.Enqueue(asynq.NewTask(job.Type, job.Payload(tk.ref)), asynq.TaskID(tk.ref.ID),
-					asynq.Queue(h.store.Keys().Queue(c[tool].Queue))); err != nil {
+				if err := h.jobs.Enqueue(context.Background(), queue.Job{Ref: tk.ref, Tool: tool, Queue: c[tool].Queue}); err != nil {
 					t.Fatal(err)
 				}
 				rec := h.terminal(t, tk)
@@ -125,10 +125,10 @@ func TestQueues(t *testing.T) {
 		if !served("echo") {
 			t.Fatal("echo stopped being served with the gpu worker")
 		}
-		if got := recv(t, lists.C, "tools list change"); got != taskstate.ListTools {
+		if got := recv(t, lists.C, "tools list change"); got != catalog.ListTools {
 			t.Fatalf("Lists got %q", got)
 		}
-		for catalog()["render"].ServedUntil != (time.Time{}) { // swept by the cpu worker
+		for entries()["render"].ServedUntil != (time.Time{}) { // swept by the cpu worker
 			select {
 			case <-deadline:
 				t.Fatal("render never swept from the serving set")
@@ -138,7 +138,7 @@ func TestQueues(t *testing.T) {
 	})
 }
 
-func drain(s *taskstate.Subscription) {
+func drain(s *events.Subscription) {
 	for {
 		select {
 		case <-s.C:

@@ -2,11 +2,8 @@ package worker
 
 import (
 	"context"
-	"errors"
 
-	"github.com/hibiken/asynq"
-
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 )
 
 // recoverStranded re-enqueues tasks whose job is gone: a front end that
@@ -15,7 +12,7 @@ import (
 // of entries this worker serves are touched; a task still queued is left
 // alone. Several workers may run it at once: the job id makes a second
 // enqueue a harmless conflict.
-func (w *Worker) recoverStranded(ctx context.Context, client *asynq.Client, insp *asynq.Inspector) (int, error) {
+func (w *Worker) recoverStranded(ctx context.Context) (int, error) {
 	stranded, err := w.store.StrandedTasks(ctx, w.cfg.RecoverAfter)
 	if err != nil {
 		return 0, err
@@ -26,24 +23,15 @@ func (w *Worker) recoverStranded(ctx context.Context, client *asynq.Client, insp
 		if e == nil {
 			continue
 		}
-		queue := w.store.Keys().Queue(e.queue)
-		jobID := job.ID(st.Ref, st.Seq)
-		info, err := insp.GetTaskInfo(queue, jobID)
-		switch {
-		case err == nil && info.State != asynq.TaskStateArchived:
-			continue // queued, scheduled or retrying: it will run
-		case err == nil:
-			if err := insp.DeleteTask(queue, jobID); err != nil {
-				return n, err
-			}
-		case !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
+		j := queue.Job{Ref: st.Ref, Tool: st.Tool, Seq: st.Seq, Queue: e.queue}
+		revived, err := w.enq.Revive(ctx, j) // a job queued, scheduled or retrying is left: it will run
+		if err != nil {
 			return n, err
 		}
-		if err := w.enqueueJob(ctx, client, st.Ref, e.queue, st.Seq); err != nil {
-			return n, err
+		if revived {
+			w.log.Warn("re-enqueued a stranded task", "task", st.Ref.ID, "job", queue.ID(j.Ref, j.Seq), "tool", st.Tool)
+			n++
 		}
-		w.log.Warn("re-enqueued a stranded task", "task", st.Ref.ID, "job", jobID, "tool", st.Tool)
-		n++
 	}
 	return n, nil
 }

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // Prompt is a prompt a worker serves: prompts/get runs Handler as a job, so
@@ -45,7 +45,7 @@ type Completer func(ctx context.Context, c *Call) (*proto.CompleteResult, error)
 
 // entry is one catalog entry and how to run it.
 type entry struct {
-	def taskstate.ToolDef
+	def catalog.Entry
 	// run returns the result to store (it is JSON-encoded) or an error.
 	run func(ctx context.Context, c *Call) (any, error)
 	// toolErrors: plain errors are tool errors (isError), not protocol errors.
@@ -72,7 +72,7 @@ func toolEntry(t Tool) (*entry, error) {
 		run: wrap(t.Handler)}, nil
 }
 
-func internalEntry(def taskstate.ToolDef, run func(ctx context.Context, c *Call) (any, error)) *entry {
+func internalEntry(def catalog.Entry, run func(ctx context.Context, c *Call) (any, error)) *entry {
 	def.Policy, def.Queue = PolicySync, DefaultQueue
 	return &entry{def: def, run: run, queue: DefaultQueue}
 }
@@ -84,7 +84,7 @@ func (w *Worker) AddTool(ctx context.Context, t Tool) error {
 	if err != nil {
 		return err
 	}
-	return w.add(ctx, e, taskstate.ListTools)
+	return w.add(ctx, e, catalog.ListTools)
 }
 
 // AddPrompt registers a prompt (published at once while running).
@@ -93,8 +93,8 @@ func (w *Worker) AddPrompt(ctx context.Context, p Prompt) error {
 		return errors.New("worker: a prompt needs a name and a handler")
 	}
 	pr := p.Prompt
-	return w.add(ctx, internalEntry(taskstate.ToolDef{Kind: taskstate.KindPrompt, Prompt: &pr},
-		wrap(p.Handler)), taskstate.ListPrompts)
+	return w.add(ctx, internalEntry(catalog.Entry{Kind: catalog.KindPrompt, Prompt: &pr},
+		wrap(p.Handler)), catalog.ListPrompts)
 }
 
 // AddResource registers a resource (published at once while running).
@@ -103,8 +103,8 @@ func (w *Worker) AddResource(ctx context.Context, r Resource) error {
 		return errors.New("worker: a resource needs a URI and a handler")
 	}
 	res := r.Resource
-	return w.add(ctx, internalEntry(taskstate.ToolDef{Kind: taskstate.KindResource, Resource: &res},
-		wrap(r.Handler)), taskstate.ListResources)
+	return w.add(ctx, internalEntry(catalog.Entry{Kind: catalog.KindResource, Resource: &res},
+		wrap(r.Handler)), catalog.ListResources)
 }
 
 // AddResourceTemplate registers a resource template (published at once while running).
@@ -113,8 +113,8 @@ func (w *Worker) AddResourceTemplate(ctx context.Context, t ResourceTemplate) er
 		return errors.New("worker: a resource template needs a URI template and a handler")
 	}
 	tpl := t.Template
-	return w.add(ctx, internalEntry(taskstate.ToolDef{Kind: taskstate.KindTemplate, Template: &tpl},
-		wrap(t.Handler)), taskstate.ListResources)
+	return w.add(ctx, internalEntry(catalog.Entry{Kind: catalog.KindTemplate, Template: &tpl},
+		wrap(t.Handler)), catalog.ListResources)
 }
 
 // SetCompleter registers the completion/complete handler.
@@ -122,14 +122,14 @@ func (w *Worker) SetCompleter(ctx context.Context, fn Completer) error {
 	if fn == nil {
 		return errors.New("worker: nil completer")
 	}
-	return w.add(ctx, internalEntry(taskstate.ToolDef{Kind: taskstate.KindCompletion},
+	return w.add(ctx, internalEntry(catalog.Entry{Kind: catalog.KindCompletion},
 		wrap(fn)), "")
 }
 
 // ResourceUpdated tells listeners of uri (subscriptions/listen
 // resourceSubscriptions) on every front end that it changed.
 func (w *Worker) ResourceUpdated(ctx context.Context, uri string) error {
-	return w.store.AnnounceResourceUpdated(ctx, uri)
+	return w.store.Catalog().AnnounceResourceUpdated(ctx, uri)
 }
 
 // add registers e, replacing an entry of the same key; while running it
@@ -148,7 +148,7 @@ func (w *Worker) add(ctx context.Context, e *entry, list string) error {
 	if !running {
 		return nil
 	}
-	if err := w.store.PublishTools(ctx, []taskstate.ToolDef{e.def}); err != nil {
+	if err := w.store.Catalog().Publish(ctx, []catalog.Entry{e.def}); err != nil {
 		return fmt.Errorf("worker: publish %s: %w", e.def.Key(), err)
 	}
 	ch, err := w.serve(ctx, []string{e.def.Key()})
@@ -158,7 +158,7 @@ func (w *Worker) add(ctx context.Context, e *entry, list string) error {
 	if list == "" || slices.Contains(ch.Announced, list) {
 		return nil
 	}
-	return w.store.AnnounceListChanged(ctx, list) // a changed definition
+	return w.store.Catalog().AnnounceListChanged(ctx, list) // a changed definition
 }
 
 // place moves e to its queue of Config.ToolQueues.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/hibiken/asynq"
-
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -19,7 +17,7 @@ import (
 // back only once this worker has reached Redis without a failure for
 // LostAfter: after an outage every heartbeat is old, and live workers need
 // a heartbeat interval to show they are alive.
-func (w *Worker) takeover(ctx context.Context, client *asynq.Client) {
+func (w *Worker) takeover(ctx context.Context) {
 	tick := time.NewTicker(w.cfg.TakeoverInterval)
 	defer tick.Stop()
 	var healthySince time.Time // zero: the last scan failed
@@ -35,7 +33,7 @@ func (w *Worker) takeover(ctx context.Context, client *asynq.Client) {
 		}
 		taken, stats, err := w.store.TakeOver(ctx, w.cfg.MaxLostDeliveries, now.Sub(healthySince) >= w.cfg.LostAfter)
 		if err == nil {
-			err = w.rerun(ctx, client, taken)
+			err = w.rerun(ctx, taken)
 		}
 		if err != nil {
 			if ctx.Err() == nil {
@@ -54,15 +52,15 @@ func (w *Worker) takeover(ctx context.Context, client *asynq.Client) {
 // rerun enqueues the next job of each task taken back. A job not enqueued
 // (Redis gone again) is found later by the stranded-task recovery, which
 // enqueues the same job id.
-func (w *Worker) rerun(ctx context.Context, client *asynq.Client, taken []taskstate.TakenBack) error {
+func (w *Worker) rerun(ctx context.Context, taken []taskstate.TakenBack) error {
 	var queues map[string]string // tool key → queue, from the catalog, read once if needed
 	for _, tb := range taken {
-		queue := ""
+		q := ""
 		if e := w.entry(tb.Tool); e != nil {
-			queue = e.queue
+			q = e.queue
 		} else {
 			if queues == nil {
-				defs, err := w.store.Tools(ctx)
+				defs, err := w.store.Catalog().Entries(ctx)
 				if err != nil {
 					return err
 				}
@@ -71,23 +69,17 @@ func (w *Worker) rerun(ctx context.Context, client *asynq.Client, taken []taskst
 					queues[d.Key()] = d.Queue
 				}
 			}
-			queue = queues[tb.Tool]
+			q = queues[tb.Tool]
 		}
-		if queue == "" {
-			queue = DefaultQueue
+		if q == "" {
+			q = DefaultQueue
 		}
-		if err := w.enqueueJob(ctx, client, tb.Ref, queue, tb.Seq); err != nil {
+		if err := w.enq.Enqueue(ctx, queue.Job{Ref: tb.Ref, Tool: tb.Tool, Seq: tb.Seq, Queue: q}); err != nil {
 			return err
 		}
 		w.metrics.takeovers.WithLabelValues(takeoverRerun).Inc()
 		w.log.Warn("took a task back from a lost worker", "task", tb.Ref.ID, "tool", tb.Tool,
-			"lastHeartbeat", tb.Heartbeat, "lostDeliveries", tb.Lost, "job", job.ID(tb.Ref, tb.Seq))
+			"lastHeartbeat", tb.Heartbeat, "lostDeliveries", tb.Lost, "job", queue.ID(tb.Ref, tb.Seq))
 	}
 	return nil
-}
-
-// enqueueJob enqueues the task's job number seq on queue (an mcpq queue
-// name), as the front end does.
-func (w *Worker) enqueueJob(ctx context.Context, client *asynq.Client, ref taskstate.Ref, queue string, seq int64) error {
-	return job.Enqueue(ctx, client, ref, seq, w.store.Keys().Queue(queue), w.cfg.MaxTTL)
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
 // Handler runs one tool call. It returns the tool's result; a *proto.Error
@@ -44,7 +44,7 @@ type Tool struct {
 	// by the front end from the arguments. The handler reports metered
 	// usage with Call.Meter; the task is charged that, up to the
 	// reservation. Nil: the tool is free.
-	Price *Price
+	Price *proto.Price
 	// Handler runs the call.
 	Handler Handler
 
@@ -52,16 +52,20 @@ type Tool struct {
 	err error
 }
 
-// Price is a tool's declared price: Base + Σ PerArgument[name] × the
-// argument's size, capped at Max (taskstate.Price has the details).
-type Price = taskstate.Price
-
-// LedgerHook forwards billing ledger entries to an external payment
-// system (Config.LedgerHook; taskstate.LedgerHook has the contract).
-type LedgerHook = taskstate.LedgerHook
-
-// LedgerEntry is one billing ledger entry a LedgerHook receives.
-type LedgerEntry = taskstate.LedgerEntry
+// LedgerHook forwards billing to an external payment system
+// (Config.LedgerHook; docs/billing.md, "Settlement hook"). It never runs
+// inside a task's transition: each principal's ledger is its outbox. The
+// worker offers every principal's entries after the last one Forward
+// acknowledged, and moves on only when Forward returned nil, so a failing
+// or slow hook loses nothing and holds up no task. Delivery is at least
+// once: an entry may be offered again (after an error, or by two workers
+// at once); its ID is unique and time-ordered, the key to drop a repeat by.
+type LedgerHook interface {
+	// Forward receives entries of one principal's ledger in ledger order,
+	// oldest first. principal is empty for an account written before
+	// accounts kept the name; owner is its opaque tag in key names.
+	Forward(ctx context.Context, principal, owner string, entries []proto.LedgerEntry) error
+}
 
 // Policy is a tool's execution policy: who decides whether a call becomes
 // a task.
@@ -83,16 +87,16 @@ const (
 const DefaultQueue = "mcpq"
 
 // def is the catalog entry of t.
-func (t Tool) def() taskstate.ToolDef {
+func (t Tool) def() catalog.Entry {
 	schema := t.InputSchema
 	if len(schema) == 0 {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
 	ttl := t.TTL.Milliseconds()
 	if t.TTL < 0 {
-		ttl = taskstate.UnlimitedTTL
+		ttl = catalog.UnlimitedTTL
 	}
-	return taskstate.ToolDef{
+	return catalog.Entry{
 		Tool: proto.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
 			InputSchema: schema, OutputSchema: t.OutputSchema},
 		Policy:         t.Policy,

@@ -6,27 +6,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
-// The wake path (worker/wake.go). Its workers poll once an hour: a hold
-// lasts at most 20 s, after which asynq sleeps for most of the hour, so
-// within a test (bound, 10 s) only a wake-up delivers a job to them.
+// A worker's side of the wake path (internal/queue, whose server_test.go
+// holds the rest): its servers hold their dequeue for a wake-up and its
+// metrics say so. Its workers poll once an hour: a hold lasts at most
+// 20 s, after which asynq sleeps for most of the hour, so within a test
+// (bound, 10 s) only a wake-up delivers a job to them.
 const noPoll = time.Hour
 
-// wakeWorker is a worker started by a test, with its registry and the
-// means to stop it.
+// wakeWorker is a worker started by a test, with its registry.
 type wakeWorker struct {
-	reg  *prometheus.Registry
-	stop context.CancelFunc
-	done chan error
+	reg *prometheus.Registry
 }
 
 // startWake starts a worker of tool on the harness queue polling every
@@ -43,15 +42,8 @@ func (h *harness) startWake(t *testing.T, name string, interval time.Duration, r
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ww := &wakeWorker{reg: cfg.Metrics, stop: cancel, done: make(chan error, 1)}
-	go func() { ww.done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-ww.done // asynq must not outlive the Redis client (harness_test.go, start)
-	})
-	recv(t, w.Ready(), name+" ready")
-	return ww
+	workertest.Run(t, w)
+	return &wakeWorker{reg: cfg.Metrics}
 }
 
 // gauge reads one of the worker's metrics.
@@ -99,10 +91,10 @@ func (h *harness) createWoken(t testing.TB) task {
 	t.Helper()
 	ctx := context.Background()
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag("alice"), ID: taskstate.NewID()}
-	enq := asynq.NewClientFromRedisClient(taskstate.NewJobCapture(h.b.Client))
-	cctx, j := taskstate.CaptureJob(ctx)
-	if err := job.Enqueue(cctx, enq, ref, 0, h.store.Keys().Queue(h.queue), taskstate.DefaultMaxTTL); err != nil {
-		t.Fatalf("capture enqueue: %v", err)
+	capture := queue.NewClient(h.b.Client, queue.Options{Prefix: h.b.Prefix, Capture: true})
+	j, err := capture.Capture(ctx, queue.Job{Ref: ref, Tool: "echo", Queue: h.queue})
+	if err != nil || j == nil {
+		t.Fatalf("capture enqueue: %v %v", j, err)
 	}
 	sub, err := h.hub.Subscribe(ctx, h.store.Keys().Events(ref))
 	if err != nil {
@@ -116,7 +108,7 @@ func (h *harness) createWoken(t testing.TB) task {
 	return task{ref: ref, sub: sub}
 }
 
-func TestWakeDeliversWithoutPolling(t *testing.T) {
+func TestWorkerWakesWithoutPolling(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		h := newHarness(t, b)
@@ -134,81 +126,4 @@ func TestWakeDeliversWithoutPolling(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestWakeLostStillPolled(t *testing.T) {
-	t.Parallel()
-	h := mini(t)
-	ran := make(chan string, 1)
-	ww := h.startWake(t, "w", 10*time.Millisecond, ran)
-	ww.holding(t)
-	tk := h.create(t, "echo", `{}`)
-	h.enqueue(t, tk, "echo", "") // no wake-up published
-	if rec := h.terminal(t, tk); rec.Status != proto.StatusCompleted {
-		t.Fatalf("ended %s", rec.Status)
-	}
-	if n := ww.gauge(t, "mcpq_worker_woken_jobs_total"); n != 0 {
-		t.Errorf("woken jobs = %v, want 0: the poll delivered it", n)
-	}
-}
-
-func TestWakeWorkerStoppedWhileHolding(t *testing.T) {
-	t.Parallel()
-	h := mini(t)
-	ran := make(chan string, 2)
-	a := h.startWake(t, "a", noPoll, ran)
-	bw := h.startWake(t, "b", noPoll, ran)
-	a.holding(t)
-	bw.holding(t)
-	a.stop()
-	if err := recv(t, a.done, "worker a's Run to return"); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	a.done <- nil // for the cleanup
-	tk := h.createWoken(t)
-	if rec := h.terminal(t, tk); rec.Status != proto.StatusCompleted {
-		t.Fatalf("ended %s", rec.Status)
-	}
-	if got := <-ran; got != "b" {
-		t.Errorf("ran on %s, want b", got)
-	}
-}
-
-func TestWakeShutdownWhileHoldingIsPrompt(t *testing.T) {
-	t.Parallel()
-	h := mini(t)
-	ww := h.startWake(t, "w", noPoll, make(chan string))
-	ww.holding(t)
-	ww.stop()
-	// Without the hold's release, Run returns after the hold (20 s) and
-	// asynq's sleep (most of an hour).
-	if err := recv(t, ww.done, "Run to return"); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	ww.done <- nil
-}
-
-func TestWakeAfterRedisRestart(t *testing.T) {
-	t.Parallel()
-	p := redistest.StartPrivate(t)
-	h := newHarness(t, p.Backend)
-	ran := make(chan string, 2)
-	ww := h.startWake(t, "w", noPoll, ran)
-	ww.holding(t)
-	p.Kill(t)
-	p.Start(t)
-	channel := h.store.Keys().Wake(h.queue)
-	until(t, "wake subscription after the restart", func() bool {
-		n, err := p.Client.PubSubNumSub(context.Background(), channel).Result()
-		return err == nil && n[channel] == 1
-	})
-	ww.holding(t)
-	tk := h.createWoken(t)
-	if rec := h.terminal(t, tk); rec.Status != proto.StatusCompleted {
-		t.Fatalf("ended %s", rec.Status)
-	}
-	<-ran
-	if n := ww.gauge(t, "mcpq_worker_woken_jobs_total"); n != 1 {
-		t.Errorf("woken jobs = %v, want 1", n)
-	}
 }

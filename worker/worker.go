@@ -7,12 +7,10 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
@@ -20,16 +18,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpq/mcpq/internal/billmetrics"
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/events"
 )
 
 // Config configures a Worker. Zero values take the documented defaults.
 type Config struct {
 	// Redis is the shared Redis client (required). The worker does not close it.
 	Redis redis.UniversalClient
-	// Prefix is the task key prefix (default taskstate.DefaultPrefix).
+	// Prefix starts every Redis key name of the deployment (default
+	// DefaultPrefix); front ends and workers of one deployment share it.
 	Prefix string
 	// Concurrency is how many jobs run at once (default 10) when Queues is empty.
 	Concurrency int
@@ -47,10 +48,11 @@ type Config struct {
 	// deployment must agree on it: the front end enqueues a call on the
 	// queue its catalog entry names.
 	ToolQueues map[string]string
-	// TaskCheckInterval is how often an idle asynq server polls for jobs
-	// (default 20ms). A new job's wake-up delivers it at once (wake.go),
-	// so the poll only bounds the wait of a job whose wake-up was lost, to
-	// 1.5 × TaskCheckInterval, as with polling alone.
+	// TaskCheckInterval is how often an idle worker looks for jobs
+	// (default 20ms). A new job's wake-up delivers it at once
+	// (docs/reliability.md, "Job pickup"), so the poll only bounds the wait
+	// of a job whose wake-up was lost, to 1.5 × TaskCheckInterval, as with
+	// polling alone.
 	TaskCheckInterval time.Duration
 	// CatalogInterval is how often the worker heartbeats the entries it
 	// serves and publishes their definitions again (default 5s). An entry
@@ -75,7 +77,7 @@ type Config struct {
 	// the entries are offered again. Any number of workers may forward.
 	LedgerHook     LedgerHook
 	LedgerInterval time.Duration
-	// MaxTTL caps Call.ExtendTTL (default taskstate.DefaultMaxTTL, 24h;
+	// MaxTTL caps Call.ExtendTTL (default DefaultMaxTTL, 24h;
 	// front ends must have the same frontend.Config.MaxTTL).
 	MaxTTL time.Duration
 	// RecoverAfter is how long a working task may sit with no job before
@@ -83,7 +85,7 @@ type Config struct {
 	RecoverAfter time.Duration
 	// LostAfter is how old a running task's last heartbeat may be before
 	// its delivery counts as lost and the task is run again (default
-	// taskstate.DefaultLostAfter, 10s). Keep it several HeartbeatIntervals.
+	// DefaultLostAfter, 10s). Keep it several HeartbeatIntervals.
 	LostAfter time.Duration
 	// MaxLostDeliveries is how many lost deliveries a task survives; one
 	// more ends it "failed" (default 3).
@@ -103,9 +105,11 @@ type Config struct {
 	// other principals find free slots. Empty (the default): no share.
 	// Every worker of a deployment needs the same.
 	MaxRunningPerPrincipal map[string]int
-	// BusyDelay is how long a job over its principal's share waits before
-	// it is delivered again (default 1s; also how often the asynq servers
-	// move due delayed jobs to their queue while a share is set).
+	// BusyDelay is how long a job over its principal's share, or handed
+	// back for a tool this worker does not serve (handback.go), waits
+	// before it is delivered again (default 1s; also how often, at most
+	// every 5s, the worker moves due delayed jobs and retries to their
+	// queue).
 	BusyDelay time.Duration
 	// Blobs says where result blocks too large for the task record go
 	// (default: nowhere, they stay inline; worker/blobs.go).
@@ -122,6 +126,17 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Defaults of Config, shared with the front end (frontend.Config has the
+// same) and the task store.
+const (
+	// DefaultPrefix is Config.Prefix's default.
+	DefaultPrefix = "mcpq:"
+	// DefaultMaxTTL is Config.MaxTTL's default: the longest a task lives.
+	DefaultMaxTTL = 24 * time.Hour
+	// DefaultLostAfter is Config.LostAfter's default.
+	DefaultLostAfter = 10 * time.Second
+)
+
 // Worker runs tools (and prompts, resources, completions) for tasks.
 type Worker struct {
 	cfg     Config
@@ -131,7 +146,7 @@ type Worker struct {
 	tracer  trace.Tracer // nil: tracing off
 
 	mu      sync.Mutex
-	entries map[string]*entry // by ToolDef.Key
+	entries map[string]*entry // by catalog.Entry.Key
 	running bool
 	// jobs holds the check-now function (watch) of each running delivery, by task id
 	// and attempt (a stale delivery of a task may still run beside a newer
@@ -141,9 +156,9 @@ type Worker struct {
 	ready  chan struct{} // closed once the catalog is published and jobs are taken
 	// stopping is set once Run begins shutting down.
 	stopping atomic.Bool
-	// requeue enqueues the later job of a task over its principal's share
-	// (set by Run before jobs are taken).
-	requeue *asynq.Client
+	// enq enqueues the later jobs of tasks: over their principal's share,
+	// handed back, taken over, recovered.
+	enq *queue.Client
 }
 
 // Ready is closed once Run has published the catalog and takes jobs.
@@ -179,7 +194,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		lost := cfg.LostAfter
 		if lost <= 0 {
-			lost = taskstate.DefaultLostAfter
+			lost = DefaultLostAfter
 		}
 		cfg.HeartbeatInterval = min(3*time.Second, lost/3)
 	}
@@ -190,13 +205,13 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.ReapInterval = 5 * time.Second
 	}
 	if cfg.MaxTTL <= 0 {
-		cfg.MaxTTL = taskstate.DefaultMaxTTL
+		cfg.MaxTTL = DefaultMaxTTL
 	}
 	if cfg.RecoverAfter <= 0 {
 		cfg.RecoverAfter = 30 * time.Second
 	}
 	if cfg.LostAfter <= 0 {
-		cfg.LostAfter = taskstate.DefaultLostAfter
+		cfg.LostAfter = DefaultLostAfter
 	}
 	if cfg.MaxLostDeliveries <= 0 {
 		cfg.MaxLostDeliveries = 3
@@ -221,6 +236,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	cfg.Blobs.setDefaults(cfg.MaxTTL)
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
 		jobs: map[string]map[int64]func(){},
+		enq:  queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL}),
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
 			Settled: billmetrics.New(cfg.Metrics).Settled})} // billing totals of the settlements its scripts return
 	if cfg.TracerProvider != nil {
@@ -271,7 +287,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.publish(ctx); err != nil {
 		return fmt.Errorf("worker: publish catalog: %w", err)
 	}
-	hub := taskstate.NewHub(w.cfg.Redis)
+	hub := events.NewHub(w.cfg.Redis)
 	defer hub.Close()
 	stops, err := hub.Subscribe(ctx, w.store.Keys().Stops())
 	if err != nil {
@@ -279,26 +295,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer stops.Close()
 	go w.routeStops(ctx, stops)
-	// Its enqueues (takeover, stranded-task recovery) wake idle workers.
-	client := asynq.NewClientFromRedisClient(taskstate.NewWakingClient(w.cfg.Redis, w.store.Keys()))
-	w.requeue = client
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(job.Type, func(jctx context.Context, t *asynq.Task) error {
-		id, _ := asynq.GetTaskID(jctx)
-		return w.process(jctx, id, t.Payload())
-	})
-	srvs, waiters, err := w.startServers(mux, named)
+	srvs, err := queue.Serve(ctx, w.serveConfig(hub, named), w.process)
 	if err != nil {
-		return err
-	}
-	wctx, stopWakes := context.WithCancel(ctx)
-	defer stopWakes()
-	if err := w.listenWakes(wctx, hub, waiters); err != nil {
-		w.release(waiters)
-		for _, srv := range srvs {
-			srv.Shutdown()
-		}
-		return fmt.Errorf("worker: subscribe to wake-ups: %w", err)
+		return fmt.Errorf("worker: %w", err)
 	}
 	w.log.Info("worker started", "entries", n, "queues", w.groups(named))
 	close(w.ready)
@@ -318,21 +317,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer t.Stop()
 		ledger = t.C
 	}
-	insp := asynq.NewInspectorFromRedisClient(w.cfg.Redis)
 	tctx, stopTakeover := context.WithCancel(ctx)
 	defer stopTakeover()
-	go w.takeover(tctx, client)
+	go w.takeover(tctx)
 	for {
 		select {
 		case <-ctx.Done():
 			w.stopping.Store(true)
-			w.release(waiters) // a held dequeue would hold up Stop
-			for _, srv := range srvs {
-				srv.Stop()
-			}
-			for _, srv := range srvs {
-				srv.Shutdown()
-			}
+			srvs.Stop()
 			w.log.Info("worker stopped")
 			return nil
 		case <-tick.C:
@@ -349,7 +341,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.log.Info("reaped expired tasks", "count", n)
 			}
 		case <-rescue.C:
-			if _, err := w.recoverStranded(ctx, client, insp); err != nil && ctx.Err() == nil {
+			if _, err := w.recoverStranded(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("recover stranded tasks", "err", err)
 			}
 		case <-blobSweep.C:
@@ -357,7 +349,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.sweepBlobs(ctx)
 			}
 		case <-ledger:
-			if _, err := w.store.ForwardLedgers(ctx, w.cfg.LedgerHook, taskstate.MaxLedgerPage); err != nil && ctx.Err() == nil {
+			if _, err := w.store.ForwardLedgers(ctx, taskstate.MaxLedgerPage, w.cfg.LedgerHook.Forward); err != nil && ctx.Err() == nil {
 				w.log.Warn("ledger hook: entries kept to offer again", "err", err)
 			}
 		}
@@ -378,12 +370,36 @@ func (w *Worker) groups(named map[string]int) map[string]int {
 	return named
 }
 
+// serveConfig configures the worker's asynq servers (internal/queue): one
+// per queue of Config.Queues, or one for all the queues the entries name
+// (named, the default), sharing Concurrency.
+func (w *Worker) serveConfig(hub *events.Hub, named map[string]int) queue.ServeConfig {
+	var groups []queue.Group
+	if len(w.cfg.Queues) == 0 {
+		g := queue.Group{Concurrency: w.cfg.Concurrency}
+		for q := range named {
+			g.Queues = append(g.Queues, q)
+		}
+		groups = append(groups, g)
+	} else {
+		for q, n := range w.cfg.Queues {
+			groups = append(groups, queue.Group{Queues: []string{q}, Concurrency: n})
+		}
+	}
+	return queue.ServeConfig{Redis: w.cfg.Redis, Keys: w.enq.Keys(), Hub: hub, Groups: groups,
+		TaskCheckInterval: w.cfg.TaskCheckInterval,
+		// Jobs over a share or handed back come back after BusyDelay, not up to 5 s later.
+		DelayedCheck:    min(w.cfg.BusyDelay, 5*time.Second),
+		ShutdownTimeout: w.cfg.ShutdownTimeout, Logger: w.log,
+		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc}
+}
+
 // publish writes the definitions of the entries this worker serves and
 // heartbeats them into the serving set (which announces entries that had
 // no live worker).
 func (w *Worker) publish(ctx context.Context) error {
 	w.mu.Lock()
-	defs := make([]taskstate.ToolDef, 0, len(w.entries))
+	defs := make([]catalog.Entry, 0, len(w.entries))
 	keys := make([]string, 0, len(w.entries))
 	for _, e := range w.entries {
 		if w.serves(e) {
@@ -392,7 +408,7 @@ func (w *Worker) publish(ctx context.Context) error {
 		}
 	}
 	w.mu.Unlock()
-	if err := w.store.PublishTools(ctx, defs); err != nil {
+	if err := w.store.Catalog().Publish(ctx, defs); err != nil {
 		return err
 	}
 	_, err := w.serve(ctx, keys)
@@ -400,9 +416,9 @@ func (w *Worker) publish(ctx context.Context) error {
 }
 
 // serve heartbeats keys into the serving set for ServedIntervals intervals.
-func (w *Worker) serve(ctx context.Context, keys []string) (taskstate.ServingChange, error) {
+func (w *Worker) serve(ctx context.Context, keys []string) (catalog.ServingChange, error) {
 	until := w.store.Now().Add(ServedIntervals * w.cfg.CatalogInterval)
-	ch, err := w.store.ServeEntries(ctx, keys, until)
+	ch, err := w.store.Catalog().Serve(ctx, keys, until)
 	if err == nil && len(ch.Added)+len(ch.Expired) > 0 {
 		w.log.Info("catalog entries changed", "served", ch.Added, "no worker left", ch.Expired)
 	}
@@ -411,7 +427,7 @@ func (w *Worker) serve(ctx context.Context, keys []string) (taskstate.ServingCha
 
 // sweep drops (and announces) the entries whose last worker's time ran out.
 func (w *Worker) sweep(ctx context.Context) {
-	ch, err := w.store.SweepServing(ctx)
+	ch, err := w.store.Catalog().Sweep(ctx)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("sweep catalog", "err", err)
@@ -420,14 +436,14 @@ func (w *Worker) sweep(ctx context.Context) {
 	}
 }
 
-// process runs one delivery of a task's job (asynq task id jobID). It
-// returns nil when the job is done with (whatever the task's outcome) and
-// an error only when the job should be delivered again (Redis unreachable,
-// worker shutting down).
-func (w *Worker) process(ctx context.Context, jobID string, payload []byte) error {
-	ctx, span := w.startSpan(job.Trace(ctx, payload), "mcpq.run", trace.WithSpanKind(trace.SpanKindConsumer))
+// process runs one delivery of a task's job (ctx carries the trace of the
+// request that enqueued it). It returns nil when the job is done with
+// (whatever the task's outcome) and an error only when the job should be
+// delivered again (Redis unreachable, worker shutting down).
+func (w *Worker) process(ctx context.Context, j queue.Job) error {
+	ctx, span := w.startSpan(ctx, "mcpq.run", trace.WithSpanKind(trace.SpanKindConsumer))
 	defer span.End()
-	err := w.runJob(ctx, span, jobID, payload)
+	err := w.runJob(ctx, span, j)
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 	}
@@ -435,24 +451,21 @@ func (w *Worker) process(ctx context.Context, jobID string, payload []byte) erro
 }
 
 // runJob is process inside the run's span.
-func (w *Worker) runJob(ctx context.Context, span trace.Span, jobID string, payload []byte) error {
-	ref, err := job.Decode(payload)
-	if err != nil {
-		w.log.Error("undecodable job payload dropped", "err", err)
-		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error {
+	var e *entry
+	if j.Tool != "" {
+		if e = w.entry(j.Tool); e == nil {
+			return w.handBack(ctx, j) // for a worker that serves it (handback.go)
+		}
 	}
-	seq, ok := job.Seq(ref, jobID)
-	if !ok {
-		w.log.Error("job id names no job of its task: dropped", "task", ref.ID, "job", jobID)
-		return fmt.Errorf("%w: job id %q", asynq.SkipRetry, jobID)
-	}
-	share := w.share(ctx)
-	claim, err := w.store.Claim(ctx, ref, seq, share)
+	ref := j.Ref
+	share := w.share(j.Queue)
+	claim, err := w.store.Claim(ctx, ref, j.Seq, share)
 	var busy *taskstate.BusyError
 	switch {
 	case err == nil:
 	case errors.As(err, &busy):
-		w.later(ctx, ref, share.Queue, busy)
+		w.later(ctx, j, busy)
 		return nil
 	case taskstate.NotOwned(err), errors.Is(err, taskstate.ErrCancelled), errors.Is(err, taskstate.ErrIllegal):
 		w.log.Debug("job is a no-op", "task", ref.ID, "reason", err)
@@ -494,8 +507,10 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, jobID string, payl
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
-	e := w.entry(rec.Tool)
-	if e == nil {
+	if e == nil || rec.Tool != j.Tool {
+		e = w.entry(rec.Tool)
+	}
+	if e == nil { // a job that does not name its tool (enqueued by an mcpq before 0.2), for a tool not served here
 		out = failed(proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", rec.Tool))
 	} else {
 		// Arguments kept in the object store are read under the heartbeat,
@@ -574,14 +589,11 @@ func (w *Worker) conclude(ctx context.Context, rec *taskstate.Record, attempt in
 	return status, nil
 }
 
-// share is the principal share of the queue the job came from (ctx is
-// the job's asynq context).
-func (w *Worker) share(ctx context.Context) taskstate.Share {
+// share is the principal share of queue q, the one the job came from.
+func (w *Worker) share(q string) taskstate.Share {
 	if len(w.cfg.MaxRunningPerPrincipal) == 0 {
 		return taskstate.Share{}
 	}
-	q, _ := asynq.GetQueueName(ctx)
-	q = strings.TrimPrefix(q, w.store.Keys().Queue(""))
 	n, ok := w.cfg.MaxRunningPerPrincipal[q]
 	if !ok {
 		n = w.cfg.MaxRunningPerPrincipal["*"]
@@ -593,14 +605,14 @@ func (w *Worker) share(ctx context.Context) taskstate.Share {
 // its queue, to be delivered after BusyDelay. Should that fail, the task
 // waits as "working" with no job, which the recovery of stranded tasks
 // finds (RecoverAfter) and enqueues the same job id: it is not lost.
-func (w *Worker) later(ctx context.Context, ref taskstate.Ref, queue string, busy *taskstate.BusyError) {
-	err := job.Requeue(ctx, w.requeue, ref, busy.Seq, w.store.Keys().Queue(queue), w.cfg.MaxTTL, w.cfg.BusyDelay)
-	if err != nil {
-		w.log.Warn("task over its principal's share not re-enqueued: stranded-task recovery will", "task", ref.ID,
-			"job", job.ID(ref, busy.Seq), "err", err)
+func (w *Worker) later(ctx context.Context, j queue.Job, busy *taskstate.BusyError) {
+	j.Seq = busy.Seq
+	if err := w.enq.EnqueueIn(ctx, j, w.cfg.BusyDelay); err != nil {
+		w.log.Warn("task over its principal's share not re-enqueued: stranded-task recovery will", "task", j.Ref.ID,
+			"job", queue.ID(j.Ref, j.Seq), "err", err)
 		return
 	}
-	w.log.Debug("task over its principal's share: runs later", "task", ref.ID, "queue", queue, "running", busy.Running)
+	w.log.Debug("task over its principal's share: runs later", "task", j.Ref.ID, "queue", j.Queue, "running", busy.Running)
 }
 
 // finishRetryFor bounds how long finish keeps trying to write an outcome
@@ -665,7 +677,7 @@ func (w *Worker) untrack(id string, attempt int64) {
 // delivery of the task: the record, not the signal, says what to do (a
 // takeover's signal can arrive after the task's next delivery started
 // here, which must go on).
-func (w *Worker) routeStops(ctx context.Context, stops *taskstate.Subscription) {
+func (w *Worker) routeStops(ctx context.Context, stops *events.Subscription) {
 	for {
 		select {
 		case id := <-stops.C:

@@ -12,9 +12,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -190,14 +192,26 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// TestUnknownTool: a job for a tool this worker does not serve fails -32602.
+// TestUnknownTool: a job for a tool no live worker serves fails -32602
+// (handback.go), as does one that does not name its tool (enqueued by an
+// older front end) for a tool this worker does not serve.
 func TestUnknownTool(t *testing.T) {
 	h := mini(t)
 	h.start(t, h.config())
 	rec := h.terminal(t, h.submit(t, "no_such_tool", `{}`))
 	if rec.Status != proto.StatusFailed || rec.Error == nil || rec.Error.Code != proto.CodeInvalidParams ||
+		rec.Error.Message != "Unknown tool: no_such_tool (no live worker serves it)" || rec.Attempt != 0 {
+		t.Fatalf("got %s %+v (attempt %d), want failed -32602 Unknown tool, never claimed", rec.Status, rec.Error, rec.Attempt)
+	}
+	tk := h.create(t, "no_such_tool", `{}`)
+	bare := asynq.NewTask(queue.Type, []byte(`{"o":"`+tk.ref.Owner+`","id":"`+tk.ref.ID+`"}`))
+	if _, err := h.client.Enqueue(bare, asynq.TaskID(tk.ref.ID), asynq.Queue(h.jobs.Keys().Queue(h.queue))); err != nil {
+		t.Fatal(err)
+	}
+	rec = h.terminal(t, tk)
+	if rec.Status != proto.StatusFailed || rec.Error == nil || rec.Error.Code != proto.CodeInvalidParams ||
 		rec.Error.Message != "Unknown tool: no_such_tool" {
-		t.Fatalf("got %s %+v, want failed -32602 Unknown tool", rec.Status, rec.Error)
+		t.Fatalf("job without its tool: got %s %+v, want failed -32602 Unknown tool", rec.Status, rec.Error)
 	}
 }
 
@@ -296,12 +310,12 @@ func TestCatalog(t *testing.T) {
 		{Name: "convert", Policy: worker.PolicyAuto, Handler: noop},
 		{Name: "plain", Handler: noop},
 	}
-	want := map[string]taskstate.ToolDef{
+	want := map[string]catalog.Entry{
 		"search": {Tool: proto.Tool{Name: "search", Title: "Search", Description: "Finds things.",
 			InputSchema: json.RawMessage(schema)}, Policy: "sync", SyncBudgetMs: 300, TTLMs: 120000,
 			PollIntervalMs: 1500, Queue: "mcpq"},
 		"train": {Tool: proto.Tool{Name: "train", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			Policy: "task", TTLMs: taskstate.UnlimitedTTL, Queue: "gpu"},
+			Policy: "task", TTLMs: catalog.UnlimitedTTL, Queue: "gpu"},
 		"convert": {Tool: proto.Tool{Name: "convert", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Policy: "auto", Queue: "mcpq"},
 		"plain": {Tool: proto.Tool{Name: "plain", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -319,7 +333,7 @@ func TestCatalog(t *testing.T) {
 			t.Fatalf("%s job ended %s", name, rec.Status)
 		}
 	}
-	defs, err := h.store.Tools(context.Background())
+	defs, err := h.store.Catalog().Entries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,18 +356,18 @@ func TestCatalog(t *testing.T) {
 
 	// Republishing: a catalog entry removed by hand comes back.
 	ctx := context.Background()
-	if err := h.b.Client.HDel(ctx, h.store.Keys().Catalog(), "search").Err(); err != nil {
+	if err := h.b.Client.HDel(ctx, h.store.Catalog().Keys().Entries(), "search").Err(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "search republished", func() bool {
-		n, err := h.b.Client.HExists(ctx, h.store.Keys().Catalog(), "search").Result()
+		n, err := h.b.Client.HExists(ctx, h.store.Catalog().Keys().Entries(), "search").Result()
 		return err == nil && n
 	})
 }
 
 // published is what a tool definition promises front ends (publishedAt is
 // checked apart, fields this test does not set are left out).
-func published(d taskstate.ToolDef) any {
+func published(d catalog.Entry) any {
 	return struct {
 		Tool                                proto.Tool
 		Policy                              proto.Policy
@@ -491,7 +505,7 @@ func TestShutdownRequeuesRunningJob(t *testing.T) {
 	if rec.Status != proto.StatusWorking || rec.Attempt != 1 || len(rec.Result) != 0 || rec.Error != nil {
 		t.Fatalf("record after shutdown: %+v, want working attempt 1 untouched", rec)
 	}
-	info, err := asynq.NewInspectorFromRedisClient(h.b.Client).GetTaskInfo(h.store.Keys().Queue(h.queue), tk.ref.ID)
+	info, err := asynq.NewInspectorFromRedisClient(h.b.Client).GetTaskInfo(h.jobs.Keys().Queue(h.queue), tk.ref.ID)
 	if err != nil {
 		t.Fatalf("job after shutdown: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 )
 
@@ -58,8 +59,8 @@ func runAccounts(ctx context.Context, args []string) error {
 			return err
 		}
 		out = struct {
-			Entries    []taskstate.LedgerEntry `json:"entries"`
-			NextCursor string                  `json:"nextCursor,omitempty"`
+			Entries    []proto.LedgerEntry `json:"entries"`
+			NextCursor string              `json:"nextCursor,omitempty"`
 		}{entries, next}
 	default:
 		return fmt.Errorf("unknown accounts command %q (credit, show, ledger)", args[0])

@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
 )
 
 // runKeys manages API keys stored (as hashes) in Redis:
@@ -29,7 +29,7 @@ func runKeys(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	store := taskstate.New(rdb, taskstate.Options{Prefix: env("MCPQ_PREFIX", "")})
+	store := access.New(rdb, env("MCPQ_PREFIX", ""), nil)
 	switch args[0] {
 	case "create":
 		if len(args) != 2 {

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/internal/access"
 )
 
 // authFlags are the front end's authentication settings.
@@ -66,7 +66,7 @@ func (a *authFlags) frontendAuth(rdb redis.UniversalClient, prefix string) (fron
 	if err != nil {
 		return nil, err
 	}
-	return frontend.NewKeyAuth(static, taskstate.New(rdb, taskstate.Options{Prefix: prefix}), a.allowAnonymous), nil
+	return frontend.NewKeyAuth(static, access.New(rdb, prefix, nil), a.allowAnonymous), nil
 }
 
 // devAuth is mcpq dev's: anonymous unless keys are configured.
@@ -78,5 +78,5 @@ func (a *authFlags) devAuth(rdb redis.UniversalClient) (frontend.Authenticator, 
 	if len(static) == 0 {
 		return frontend.Anonymous{}, nil
 	}
-	return frontend.NewKeyAuth(static, taskstate.New(rdb, taskstate.Options{}), a.allowAnonymous), nil
+	return frontend.NewKeyAuth(static, access.New(rdb, "", nil), a.allowAnonymous), nil
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/redisconn"
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
+	"github.com/mcpq/mcpq/internal/toolpack/conformance"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/command"
-	"github.com/mcpq/mcpq/worker/toolpack/chaos"
-	"github.com/mcpq/mcpq/worker/toolpack/conformance"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
 )
 
@@ -72,7 +73,7 @@ func envInt(name string, def int) int {
 // Redis Cluster (redis+cluster://h1:p1,h2:p2/) or a Sentinel-managed primary
 // (redis+sentinel://s1:p1,s2:p2/MASTER/0); the forms are in docs/redis.md.
 func redisClient() (redis.UniversalClient, error) {
-	rdb, err := taskstate.Connect(env("REDIS_URL", "redis://127.0.0.1:6379/0"))
+	rdb, err := redisconn.Connect(env("REDIS_URL", "redis://127.0.0.1:6379/0"))
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
@@ -140,7 +141,7 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 func sharedFlags(fs *flag.FlagSet, lostAfter, maxTTL *time.Duration) {
 	fs.DurationVar(lostAfter, "lost-after", envDuration("MCPQ_LOST_AFTER", taskstate.DefaultLostAfter),
 		"a running task whose worker has not heartbeat for this long is run again elsewhere (env MCPQ_LOST_AFTER)")
-	fs.DurationVar(maxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", taskstate.DefaultMaxTTL),
+	fs.DurationVar(maxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", worker.DefaultMaxTTL),
 		"cap on every task lifetime, also when a tool extends it (env MCPQ_MAX_TTL)")
 }
 

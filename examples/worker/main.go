@@ -35,9 +35,10 @@ func main() {
 	}
 }
 
-// queue is where jobs of this worker's tools go: its own queue, so that
-// `mcpq worker` processes (which serve other tools on worker.DefaultQueue)
-// never take them, and this worker takes no job it cannot run.
+// queue is where jobs of this worker's tools go: a queue of their own, the
+// fast path beside `mcpq worker` processes on worker.DefaultQueue (a worker
+// hands a job of a tool it does not serve back to its queue, so sharing one
+// works too, at a delay per hand-back: docs/tools.md).
 const queue = "examples"
 
 // tools are the tools this worker serves.

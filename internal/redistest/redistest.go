@@ -32,7 +32,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/internal/redisconn"
 )
 
 // Backend is one Redis to test against.
@@ -73,7 +73,7 @@ func Cluster(t testing.TB) *Backend {
 	if url == "" {
 		t.Skipf("no Redis Cluster: set %s (scripts/test does)", clusterEnv)
 	}
-	c, err := taskstate.Connect(url)
+	c, err := redisconn.Connect(url)
 	if err != nil {
 		t.Fatalf("%s: %v", clusterEnv, err)
 	}

@@ -1,18 +1,24 @@
-// Package workertest runs a real worker for tests and drives it as the
-// front end does: task records through taskstate, jobs through asynq,
-// outcomes read back when the task's events say something changed.
+// Package workertest is mcpq's one worker start-up harness for tests: Run
+// runs a built worker until the test ends (mcpqtest.New uses it, as do the
+// worker package's tests), and Start builds one on a test backend and
+// drives it as the front end does: task records through taskstate, jobs
+// through mcpq's queue, outcomes read back when the task's events say
+// something changed. Tool authors use mcpqtest; this package is for what
+// mcpqtest does not offer publicly (a real redis-server, any
+// worker.Config, raw task records).
 package workertest
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
-	"github.com/mcpq/mcpq/internal/job"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -20,52 +26,85 @@ import (
 // build takes to fail, never whether a working one passes.
 const Bound = 15 * time.Second
 
+// Running is a worker that Run runs.
+type Running struct {
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// Run runs w until the test ends and returns once w is ready (its catalog
+// is published and it takes jobs). The test's cleanup stops it (Stop) and
+// fails the test unless Run returned nil.
+func Run(t testing.TB, w *worker.Worker) *Running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Running{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("worker: Run: %v", err)
+		}
+	})
+	select {
+	case <-w.Ready():
+	case err := <-r.done:
+		r.done <- err // for Stop
+		t.Fatalf("worker: Run returned before the worker was ready: %v", err)
+	case <-time.After(Bound):
+		t.Fatalf("worker: not ready within %v", Bound)
+	}
+	return r
+}
+
+// Stop cancels the worker's Run and returns what it returned; later calls
+// return the same. Should Run not return within Bound, Stop says so and
+// still waits: the worker must not outlive its Redis client (asynq v0.26.0's
+// subscriber dereferences a nil message when its client closes under a
+// running server, subscriber.go:83, which would kill the test binary).
+func (r *Running) Stop() error {
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case r.err = <-r.done:
+		case <-time.After(Bound):
+			r.err = <-r.done
+			if r.err == nil {
+				r.err = errSlowStop
+			}
+		}
+	})
+	return r.err
+}
+
+// errSlowStop: Run returned, but later than Bound after its cancel.
+var errSlowStop = fmt.Errorf("returned more than %v after its context ended", Bound)
+
 // Env is a running worker and the clients that drive it.
 type Env struct {
-	Store  *taskstate.Store
-	Client *asynq.Client
-	Hub    *taskstate.Hub
+	Store *taskstate.Store
+	Jobs  *queue.Client
+	Hub   *events.Hub
+	*Running
 }
 
 // Start builds a worker with build (given a config on b with a 10 ms
 // TaskCheckInterval, and a context that lives as long as the worker runs)
-// and runs it until the test ends; the cleanup requires Run to return nil.
-// It returns once the worker is ready.
+// and runs it until the test ends (Run). It returns once the worker is
+// ready.
 func Start(t testing.TB, b *redistest.Backend, build func(ctx context.Context, cfg worker.Config) (*worker.Worker, error)) *Env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // after the worker stopped (cleanups run last first)
 	w, err := build(ctx, worker.Config{Redis: b.Client, Prefix: b.Prefix, TaskCheckInterval: 10 * time.Millisecond})
 	if err != nil {
-		cancel()
 		t.Fatalf("build worker: %v", err)
 	}
 	e := &Env{Store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix}),
-		Client: asynq.NewClientFromRedisClient(b.Client), Hub: taskstate.NewHub(b.Client)}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(Bound):
-			t.Errorf("Run did not return after cancel")
-		}
-		e.Hub.Close()
-		e.Client.Close()
-	})
-	// Ready: the catalog is published (and its list changes announced)
-	// before the test subscribes to anything.
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		done <- err // for the cleanup
-		t.Fatalf("Run returned before the worker was ready: %v", err)
-	case <-time.After(Bound):
-		t.Fatal("worker not ready within the bound")
-	}
+		Jobs: queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix}), Hub: events.NewHub(b.Client)}
+	t.Cleanup(func() { e.Hub.Close() })
+	e.Running = Run(t, w)
 	return e
 }
 
@@ -73,7 +112,9 @@ func Start(t testing.TB, b *redistest.Backend, build func(ctx context.Context, c
 // anything could publish on them.
 type Task struct {
 	Ref taskstate.Ref
-	Sub *taskstate.Subscription
+	Sub *events.Subscription
+	// Tool is the task's catalog key, which its jobs carry.
+	Tool string
 }
 
 // Submit subscribes to a new task's events, creates its record with p and
@@ -84,7 +125,7 @@ func (e *Env) Submit(t testing.TB, p taskstate.CreateParams, queue string) *Task
 	if p.ID == "" {
 		p.ID = taskstate.NewID()
 	}
-	tk := &Task{Ref: taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}}
+	tk := &Task{Ref: taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}, Tool: p.Tool}
 	sub, err := e.Hub.Subscribe(ctx, e.Store.Keys().Events(tk.Ref))
 	if err != nil {
 		t.Fatalf("Subscribe: %v", err)
@@ -94,21 +135,20 @@ func (e *Env) Submit(t testing.TB, p taskstate.CreateParams, queue string) *Task
 	if _, err := e.Store.Create(ctx, p); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	e.Enqueue(t, tk.Ref, queue, 0)
+	e.Enqueue(t, tk, queue, 0)
 	return tk
 }
 
-// Enqueue puts the task's job on queue ("" for worker.DefaultQueue); resume
-// > 0 numbers a resumption after input, as the front end does.
-func (e *Env) Enqueue(t testing.TB, ref taskstate.Ref, queue string, resume int64) {
+// Enqueue puts the task's job on q ("" for worker.DefaultQueue); seq > 0
+// numbers a later job (a resumption after input), as the front end does.
+func (e *Env) Enqueue(t testing.TB, tk *Task, q string, seq int64) {
 	t.Helper()
-	if queue == "" {
-		queue = worker.DefaultQueue
+	if q == "" {
+		q = worker.DefaultQueue
 	}
-	id := job.ID(ref, resume)
-	job := asynq.NewTask(job.Type, job.Payload(ref))
-	if _, err := e.Client.Enqueue(job, asynq.TaskID(id), asynq.Queue(e.Store.Keys().Queue(queue))); err != nil {
-		t.Fatalf("Enqueue %s: %v", id, err)
+	j := queue.Job{Ref: tk.Ref, Tool: tk.Tool, Seq: seq, Queue: q}
+	if err := e.Jobs.Enqueue(context.Background(), j); err != nil {
+		t.Fatalf("Enqueue %s: %v", queue.ID(j.Ref, j.Seq), err)
 	}
 }
 

@@ -18,7 +18,7 @@ end
 
 -- free_slot: the task (KEYS[1], the record) gives back its place in the
 -- running set of its queue, if a per-principal share counted it: the
--- record's 'slot' field names that set (Keys.Running, built by claim.go
+-- record's 'slot' field names that set (Keys.running, built by claim.go
 -- and passed to claim.lua as a key; in the owner's hash tag, so the same
 -- Cluster slot as KEYS[1]).
 local function free_slot(id)
@@ -145,7 +145,7 @@ local function look_at(id, due)
 end
 
 -- announce: the one event format of a state change, published on the
--- task's events channel; taskstate/events.go's DecodeEvent reads it:
+-- task's events channel; taskstate/events/event.go's Decode reads it:
 -- {"version": n, "status": s, "statusMessage": m, "lastUpdatedAt": "ms", "cancel": "1"?,
 --  "result": {...}?}
 -- A script that writes the new state itself (with 'version' = v, the
@@ -189,7 +189,7 @@ local function int(n) return string.format('%d', n) end
 
 -- settle: the one settlement of task id's reservation, at its terminal
 -- transition (billing.go). acct, holds and ledger are the owner's
--- Keys.Account, Keys.Holds and Keys.Ledger; outcome is the task's end:
+-- Keys.account, Keys.Holds and Keys.ledger; outcome is the task's end:
 -- 'completed', 'cancelled' or 'expired' charge the metered usage, capped
 -- at the reservation, and release the rest; 'failed' releases it all.
 -- The hold's fields go with it, so a second call for the same task finds

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -66,7 +67,7 @@ type Spec struct {
 	Queue        string
 	// Price is as on worker.Tool; the program reports metered usage with
 	// {"usage": n} protocol lines.
-	Price *worker.Price
+	Price *proto.Price
 	// Logger receives what the handler logs, such as a malformed protocol
 	// line (default slog.Default()).
 	Logger *slog.Logger

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -194,7 +195,7 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
-		s.Price = &worker.Price{}
+		s.Price = &proto.Price{}
 		if err := dec.Decode(s.Price); err != nil {
 			return s, fmt.Errorf("field price: line %d: an object of base, perArgument and max (integers): %v", v.Line, err)
 		}

@@ -2,7 +2,6 @@ package demo_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -12,47 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpq/mcpq/internal/redistest"
-	"github.com/mcpq/mcpq/internal/workertest"
 	"github.com/mcpq/mcpq/mcpqtest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
-	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
 )
-
-func TestMain(m *testing.M) { redistest.Main(m) }
-
-// env is a real worker serving the pack on miniredis.
-type env struct{ *workertest.Env }
-
-func start(t *testing.T) *env {
-	t.Helper()
-	return &env{workertest.Start(t, redistest.Mini(t), func(_ context.Context, cfg worker.Config) (*worker.Worker, error) {
-		return worker.New(cfg, demo.Tools()...)
-	})}
-}
-
-type task = *workertest.Task
-
-// render submits a render_gif task as the front end does.
-func (e *env) render(t *testing.T, args string) task {
-	t.Helper()
-	ttl := time.Hour.Milliseconds()
-	return e.Submit(t, taskstate.CreateParams{Principal: "demo", Tool: "render_gif",
-		Arguments: json.RawMessage(args), TTLMs: &ttl}, "")
-}
-
-// wait reads the record now and after every event until ok accepts it.
-func (e *env) wait(t *testing.T, tk task, what string, ok func(*taskstate.Record) bool) *taskstate.Record {
-	t.Helper()
-	return e.Wait(t, tk, what, ok, nil)
-}
-
-func (e *env) terminal(t *testing.T, tk task) *taskstate.Record {
-	t.Helper()
-	return e.Terminal(t, tk)
-}
 
 // TestRenderGIF renders small animations and decodes the result.
 func TestRenderGIF(t *testing.T) {
@@ -66,20 +28,17 @@ func TestRenderGIF(t *testing.T) {
 		{`{"frames":3,"size":40,"frameMs":1}`, 3, 40},
 		{`{"frameMs":0}`, 24, 128}, // default frames and size
 	}
-	e := start(t)
+	env := mcpqtest.New(t, demo.Tools()...)
 	for _, tc := range cases {
 		t.Run(tc.args, func(t *testing.T) {
 			t.Parallel()
-			rec := e.terminal(t, e.render(t, tc.args))
-			if rec.Status != proto.StatusCompleted || rec.StatusMessage != "Completed" {
-				t.Fatalf("got %s %q (error %+v)", rec.Status, rec.StatusMessage, rec.Error)
+			st := env.Call(t, "render_gif", json.RawMessage(tc.args)).End(t)
+			if st.Status != proto.StatusCompleted || st.StatusMessage != "Completed" {
+				t.Fatalf("got %s %q (error %+v)", st.Status, st.StatusMessage, st.Error)
 			}
-			var res proto.CallToolResult
-			if err := json.Unmarshal(rec.Result, &res); err != nil {
-				t.Fatalf("result: %v", err)
-			}
+			res := st.Result
 			if res.ResultType != proto.ResultComplete || res.IsError || len(res.Content) != 2 {
-				t.Fatalf("result %.300s: want 2 content blocks, no isError", rec.Result)
+				t.Fatalf("result %+v: want 2 content blocks, no isError", res)
 			}
 			img := res.Content[0]
 			if img.Type != "image" || img.MimeType != "image/gif" {
@@ -144,19 +103,15 @@ func TestRenderGIFInvalidArgs(t *testing.T) {
 // statusMessage and stops promptly when cancelled.
 func TestRenderGIFProgressAndCancel(t *testing.T) {
 	t.Parallel()
-	e := start(t)
-	tk := e.render(t, `{"frames":600,"size":16,"frameMs":100}`)
+	run := mcpqtest.New(t, demo.Tools()...).Call(t, "render_gif", json.RawMessage(`{"frames":600,"size":16,"frameMs":100}`))
 	progress := regexp.MustCompile(`^Rendered frame \d+ of 600$`)
-	rec := e.wait(t, tk, "progress", func(r *taskstate.Record) bool { return progress.MatchString(r.StatusMessage) })
-	if rec.Status != proto.StatusWorking {
-		t.Fatalf("status with progress %q = %s", rec.StatusMessage, rec.Status)
+	st := run.WaitFor(t, "progress", func(s mcpqtest.State) bool { return progress.MatchString(s.StatusMessage) })
+	if st.Status != proto.StatusWorking {
+		t.Fatalf("status with progress %q = %s", st.StatusMessage, st.Status)
 	}
-	if err := e.Store.RequestCancel(context.Background(), tk.Ref); err != nil {
-		t.Fatalf("RequestCancel: %v", err)
-	}
-	rec = e.terminal(t, tk)
-	if rec.Status != proto.StatusCancelled || len(rec.Result) != 0 {
-		t.Fatalf("got %s %q %s, want cancelled", rec.Status, rec.StatusMessage, rec.Result)
+	run.Cancel(t)
+	if st = run.End(t); st.Status != proto.StatusCancelled || st.Result != nil {
+		t.Fatalf("got %s %q %+v, want cancelled", st.Status, st.StatusMessage, st.Result)
 	}
 }
 

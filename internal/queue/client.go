@@ -1,0 +1,153 @@
+package queue
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// Options configure a Client. The zero value is usable.
+type Options struct {
+	// Prefix is mcpq's key prefix (default taskstate.DefaultPrefix).
+	Prefix string
+	// MaxTTL is the longest a task of the deployment may live; a job's
+	// asynq timeout is a minute more (Timeout). Default DefaultMaxTTL.
+	MaxTTL time.Duration
+	// Capture lets Capture record a create's first enqueue (a front end).
+	// It adds a hook to the Redis client that refuses, under a capture,
+	// every command asynq's enqueue does not send (capture.go).
+	Capture bool
+}
+
+// DefaultMaxTTL is Options.MaxTTL's default, the same as the front end's
+// and the worker's (cmd/mcpq's defaults_test.go ties the three).
+const DefaultMaxTTL = 24 * time.Hour
+
+// Client puts jobs on mcpq's queues and looks at them: the one place the
+// front end, the worker and the test harnesses enqueue, requeue, drop and
+// inspect asynq jobs. Its enqueues wake the idle workers of the job's
+// queue (dequeue.go). It is safe for concurrent use.
+type Client struct {
+	keys    Keys
+	maxTTL  time.Duration
+	capture bool
+	asynq   *asynq.Client
+	insp    *asynq.Inspector
+}
+
+// NewClient returns a Client over rdb. It holds no connection of its own.
+func NewClient(rdb redis.UniversalClient, opts Options) *Client {
+	keys := Keys{Prefix: cmp.Or(opts.Prefix, taskstate.DefaultPrefix)}
+	var through redis.UniversalClient = newWakingClient(rdb, keys)
+	if opts.Capture {
+		through = newCaptureClient(rdb, through, keys)
+	}
+	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture,
+		asynq: asynq.NewClientFromRedisClient(through), insp: asynq.NewInspectorFromRedisClient(rdb)}
+}
+
+// Keys returns the names the client uses.
+func (c *Client) Keys() Keys { return c.keys }
+
+// Enqueue puts j on its queue, to be delivered at once. A job already
+// there (the same task and Seq) is a harmless conflict and answers nil.
+func (c *Client) Enqueue(ctx context.Context, j Job) error {
+	return enqueue(ctx, c.asynq, c.keys, j, c.maxTTL, 0)
+}
+
+// EnqueueIn is Enqueue for a job to be delivered after delay: a task over
+// its principal's share of the queue, or handed back by a worker that does
+// not serve its tool. Such a job waits in asynq's scheduled set, which each
+// worker's servers move to the queue every DelayedCheck (ServeConfig).
+func (c *Client) EnqueueIn(ctx context.Context, j Job, delay time.Duration) error {
+	return enqueue(ctx, c.asynq, c.keys, j, c.maxTTL, max(delay, time.Millisecond))
+}
+
+// Capture records the enqueue of j into a taskstate.Job for
+// taskstate.CreateParams.Job, which sends it in the same round trip as the
+// task's record (capture.go). It answers nil and no error when asynq sent
+// nothing to record (the caller then enqueues after the create), and fails
+// without a Client built with Options.Capture.
+func (c *Client) Capture(ctx context.Context, j Job) (taskstate.Job, error) {
+	if !c.capture {
+		return nil, errors.New("queue: Capture on a Client without Options.Capture")
+	}
+	cj := &capturedJob{}
+	if err := enqueue(context.WithValue(ctx, captureKey{}, cj), c.asynq, c.keys, j, c.maxTTL, 0); err != nil {
+		return nil, err
+	}
+	if !cj.captured {
+		return nil, nil
+	}
+	return cj, nil
+}
+
+// Drop deletes j's job if it is still queued: the first job of a create
+// whose record was refused. A job not there (never queued, or taken by a
+// worker, which finds no record and drops it) is no error.
+func (c *Client) Drop(j Job) error {
+	err := c.insp.DeleteTask(c.keys.Queue(j.Queue), ID(j.Ref, j.Seq))
+	if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Revive enqueues j unless asynq still holds its job to run (pending,
+// active, scheduled or waiting for a retry): a stranded task's job, lost
+// or archived after its retries (an archived one is deleted first). It
+// reports whether it enqueued.
+func (c *Client) Revive(ctx context.Context, j Job) (bool, error) {
+	queue, id := c.keys.Queue(j.Queue), ID(j.Ref, j.Seq)
+	info, err := c.insp.GetTaskInfo(queue, id)
+	switch {
+	case err == nil && info.State != asynq.TaskStateArchived:
+		return false, nil // it will run
+	case err == nil:
+		if err := c.insp.DeleteTask(queue, id); err != nil {
+			return false, err
+		}
+	case !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
+		return false, err
+	}
+	return true, c.Enqueue(ctx, j)
+}
+
+// Depth is what one queue holds: its jobs by state, and the age of its
+// oldest pending job (0 when none waits).
+type Depth struct {
+	Pending, Active, Scheduled, Retry, Archived int
+	Latency                                     time.Duration
+}
+
+// Queues lists the mcpq queues (of the client's prefix) asynq has seen a
+// job on.
+func (c *Client) Queues() (map[string]bool, error) {
+	all, err := c.insp.Queues()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(all))
+	for _, q := range all {
+		if name, ok := c.keys.QueueName(q); ok {
+			out[name] = true
+		}
+	}
+	return out, nil
+}
+
+// Depth reads what queue (an mcpq queue asynq has seen: Queues) holds.
+func (c *Client) Depth(queue string) (Depth, error) {
+	info, err := c.insp.GetQueueInfo(c.keys.Queue(queue))
+	if err != nil {
+		return Depth{}, err
+	}
+	return Depth{Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled, Retry: info.Retry,
+		Archived: info.Archived, Latency: info.Latency}, nil
+}

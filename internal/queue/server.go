@@ -1,0 +1,213 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/mcpq/mcpq/taskstate/events"
+)
+
+// The asynq servers a worker runs: their queues, their Redis clients
+// (dequeue.go: held dequeues, woken by Keys.Wake), the delivery of a
+// decoded Job to the worker, and their logger.
+
+// ServeConfig configures the asynq servers of one worker.
+type ServeConfig struct {
+	// Redis is the worker's Redis client.
+	Redis redis.UniversalClient
+	// Keys names the queues and their wake channels.
+	Keys Keys
+	// Hub carries the wake-ups of the queues served.
+	Hub *events.Hub
+	// Groups are the servers, one per group: asynq has one concurrency
+	// per server, so a group's burst never takes another group's slots.
+	Groups []Group
+	// TaskCheckInterval bounds the pickup of a job whose wake-up was lost
+	// to 1.5 × TaskCheckInterval, as polling alone would (pollTiming).
+	TaskCheckInterval time.Duration
+	// DelayedCheck is how often the servers move due delayed jobs
+	// (Client.EnqueueIn) and retries to their queue (0: asynq's 5 s).
+	DelayedCheck time.Duration
+	// ShutdownTimeout is how long running jobs get on Stop before asynq
+	// puts them back in their queue.
+	ShutdownTimeout time.Duration
+	// Logger receives asynq's warnings and the jobs dropped as undecodable.
+	Logger *slog.Logger
+	// Holding hears +1 when a server starts holding a dequeue for a
+	// wake-up (its queues are empty) and -1 when it stops; Woken hears of
+	// each job a wake-up delivered. Either may be nil.
+	Holding func(delta float64)
+	Woken   func()
+}
+
+// Group is one asynq server: the mcpq queues it serves and how many of
+// their jobs run at once.
+type Group struct {
+	Queues      []string
+	Concurrency int
+}
+
+// Handler runs one delivery of a job; ctx carries, as its remote parent
+// span, the trace context of the request that enqueued it. It returns nil
+// when the job is done with (whatever became of the task) and an error to
+// have the job delivered again (MaxRetry times, retryDelay apart).
+type Handler func(ctx context.Context, j Job) error
+
+// Servers are a worker's running asynq servers.
+type Servers struct {
+	srvs    []*asynq.Server
+	waiters []*waiter
+	// stopWakes ends the wake-up subscriptions.
+	stopWakes context.CancelFunc
+}
+
+// Serve starts one asynq server per group, delivering each job to h, and
+// subscribes to the wake channels of their queues (ctx bounds the wait for
+// Redis to confirm them). It returns once every server takes jobs; Stop
+// them.
+func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
+	hold, interval := pollTiming(cfg.TaskCheckInterval)
+	holding, woken := cfg.Holding, cfg.Woken
+	if holding == nil {
+		holding = func(float64) {}
+	}
+	if woken == nil {
+		woken = func() {}
+	}
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(Type, func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h) })
+	s := &Servers{}
+	for _, g := range cfg.Groups {
+		qs := make(map[string]int, len(g.Queues))
+		names := make([]string, 0, len(g.Queues))
+		for _, q := range g.Queues {
+			qs[cfg.Keys.Queue(q)] = 1
+			names = append(names, cfg.Keys.Queue(q))
+		}
+		wt := newWaiter(hold, names, holding, woken)
+		s.waiters = append(s.waiters, wt)
+		s.srvs = append(s.srvs, asynq.NewServerFromRedisClient(&wakeClient{UniversalClient: cfg.Redis, w: wt}, asynq.Config{
+			Concurrency:              g.Concurrency,
+			DelayedTaskCheckInterval: cfg.DelayedCheck,
+			Queues:                   qs,
+			TaskCheckInterval:        interval,
+			ShutdownTimeout:          cfg.ShutdownTimeout,
+			RetryDelayFunc:           retryDelay,
+			Logger:                   asynqLogger{cfg.Logger},
+			LogLevel:                 asynq.WarnLevel,
+		}))
+	}
+	for i, srv := range s.srvs {
+		if err := srv.Start(mux); err != nil {
+			s.release()
+			for _, started := range s.srvs[:i] {
+				started.Shutdown()
+			}
+			return nil, fmt.Errorf("queue: start asynq: %w", err)
+		}
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	s.stopWakes = stop
+	if err := s.listenWakes(ctx, wctx, cfg); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("queue: subscribe to wake-ups: %w", err)
+	}
+	return s, nil
+}
+
+// deliver decodes one delivery and hands it to h. A payload or job id no
+// enqueue of this package makes is dropped (logged, not retried).
+func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler) error {
+	m, err := decode(t.Payload())
+	if err != nil {
+		cfg.Logger.Error("undecodable job payload dropped", "err", err)
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	id, _ := asynq.GetTaskID(ctx)
+	seq, ok := Seq(m.Ref, id)
+	if !ok {
+		cfg.Logger.Error("job id names no job of its task: dropped", "task", m.Ref.ID, "job", id)
+		return fmt.Errorf("%w: job id %q", asynq.SkipRetry, id)
+	}
+	q, _ := asynq.GetQueueName(ctx)
+	name, _ := cfg.Keys.QueueName(q)
+	if m.TP != "" {
+		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": m.TP})
+	}
+	return h(ctx, Job{Ref: m.Ref, Tool: m.Tool, Seq: seq, Queue: name})
+}
+
+// Stop ends every hold at once (a held dequeue would hold up asynq's
+// Stop), stops taking jobs, and gives running jobs ShutdownTimeout before
+// asynq puts them back in their queue.
+func (s *Servers) Stop() {
+	s.release()
+	if s.stopWakes != nil {
+		s.stopWakes()
+	}
+	for _, srv := range s.srvs {
+		srv.Stop()
+	}
+	for _, srv := range s.srvs {
+		srv.Shutdown()
+	}
+}
+
+// release ends every hold at once.
+func (s *Servers) release() {
+	for _, wt := range s.waiters {
+		wt.release()
+	}
+}
+
+// listenWakes subscribes to the wake channel of every queue the waiters
+// serve (ctx bounds the wait for each confirmation) and passes each
+// wake-up to its queue's waiter until done ends. A resubscription after a
+// lost connection (events.Resync) wakes too: what was published meanwhile
+// is gone.
+func (s *Servers) listenWakes(ctx, done context.Context, cfg ServeConfig) error {
+	for _, wt := range s.waiters {
+		for q := range wt.index {
+			name, _ := cfg.Keys.QueueName(q)
+			sub, err := cfg.Hub.Subscribe(ctx, cfg.Keys.Wake(name))
+			if err != nil {
+				return err
+			}
+			go func() {
+				defer sub.Close()
+				for {
+					select {
+					case <-sub.C:
+						wt.wake(q)
+					case <-done.Done():
+						return
+					}
+				}
+			}()
+		}
+	}
+	return nil
+}
+
+// asynqLogger adapts slog to asynq's logger.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) {
+	msg := fmt.Sprint(args...)
+	if strings.Contains(msg, errReleased.Error()) { // how a stopping worker ends a hold (dequeue.go)
+		a.l.Debug(msg)
+		return
+	}
+	a.l.Error(msg)
+}
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
