@@ -521,6 +521,7 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 	defer stopWatch()
 	w.track(ref.ID, claim.Attempt, checkNow)
 	defer w.untrack(ref.ID, claim.Attempt)
+	defer w.atDeadline(ref, rec.Deadline(), stopRun)()
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
