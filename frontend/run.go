@@ -110,6 +110,9 @@ func (s *Server) awaitSettled(ctx context.Context, c *call, sub *events.Subscrip
 				}
 				c.seen = ev.Version
 			}
+			if ev.Expired { // reaped at its deadline: answered now, not when d runs out
+				return nil, proto.NewError(proto.CodeInternalError, "Internal error: the task expired (its ttlMs ran out) before it ended")
+			}
 			if c.hook != nil {
 				c.hook.State(ev)
 			}

@@ -3,6 +3,7 @@ package taskstate
 import (
 	"context"
 	"fmt"
+	"strconv"
 )
 
 // Share is how many of one principal's tasks may run at once on a queue,
@@ -46,15 +47,28 @@ type Claim struct {
 // a no-op), ErrStale when seq is not the task's current job (a late
 // delivery of a job the task was taken back from), ErrCancelled when a
 // cancel was requested before the start (the task is now cancelled),
-// ErrExpired, ErrNotFound, or ErrIllegal when the task is not working
-// (parked for input). Under a share (share.Max > 0) it returns a
+// ErrExpired, ErrNotFound, ErrIllegal when the task is not working
+// (parked for input), or ErrHeld when another worker's delivery holds it
+// (the takeover scan, not a second delivery, takes a task from a worker). Under a share (share.Max > 0) it returns a
 // *BusyError when the principal already runs share.Max tasks on
 // share.Queue; the check and the claim are one script, so concurrent
 // claims cannot pass the share, and it costs no extra round trip.
 func (s *Store) Claim(ctx context.Context, ref Ref, seq int64, share Share) (*Claim, error) {
+	return s.ClaimBeside(ctx, ref, seq, share, nil)
+}
+
+// ClaimBeside is Claim for a worker in which attempts of the task still
+// run (a stale delivery that has not learnt it yet): it returns ErrHeld
+// when the task's current attempt is one of them, and claims the task
+// from a holder that is this worker but no longer runs it.
+func (s *Store) ClaimBeside(ctx context.Context, ref Ref, seq int64, share Share, running []int64) (*Claim, error) {
+	local := ","
+	for _, a := range running {
+		local += strconv.FormatInt(a, 10) + ","
+	}
 	keys := append(s.liveKeys(ref), s.keys.running(ref.Owner, share.Queue))
 	res, err := claimScript.Run(ctx, s.rdb, keys, s.nowMs(), s.keys.Events(ref), ref.ID,
-		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue).Slice()
+		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue, s.worker, local).Slice()
 	if err != nil {
 		return nil, err
 	}

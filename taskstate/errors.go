@@ -40,6 +40,11 @@ var (
 	// ErrBusy: the owner already runs its share of the queue; the task was
 	// not claimed (Claim returns a *BusyError that names the job to run later).
 	ErrBusy = errors.New("taskstate: the principal runs its share of the queue")
+	// ErrHeld: another worker, alive as far as the store knows, holds the
+	// task (a second delivery of its job, say after asynq's lease of the
+	// first ran out during a Redis outage): the job is a no-op; should
+	// that worker die, the takeover scan runs the task again.
+	ErrHeld = errors.New("taskstate: another worker holds the task")
 )
 
 // NotOwned reports whether err says the writing delivery no longer owns
@@ -67,6 +72,7 @@ const (
 	codeFunds
 	codeReplayed
 	codeBusy
+	codeHeld
 )
 
 // scriptCodes is the one table of script return codes: the name scripts
@@ -89,6 +95,7 @@ var scriptCodes = [...]struct {
 	codeFunds:     {"FUNDS", ErrFunds},
 	codeReplayed:  {"REPLAYED", errReplayed},
 	codeBusy:      {"BUSY", ErrBusy},
+	codeHeld:      {"HELD", ErrHeld},
 }
 
 // codeErr turns a script return code into a sentinel error.

@@ -60,6 +60,21 @@ func (s *Store) Reap(ctx context.Context, ended func(Ref)) (int, error) {
 	return reaped, iter.Err()
 }
 
+// ReapOne is Reap for one task, at its deadline (its worker's timer): it
+// ends expired at once rather than at the next reap pass. ErrIllegal when
+// its deadline has not passed (its TTL was extended), ErrNotFound when it
+// is gone, nil when it was reaped (by this call or before it: the
+// deadline index no longer holds it).
+func (s *Store) ReapOne(ctx context.Context, ref Ref) error {
+	idx := s.keys.Deadlines(ref.Owner)
+	err := s.runKeys(ctx, reapScript, append([]string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.held(ref.Owner), idx,
+		s.keys.tasks(ref.Owner)}, s.billingKeys(ref.Owner)...), s.nowMs(), ref.ID, s.keys.Events(ref), s.keys.Stops())
+	if errors.Is(err, ErrTerminal) {
+		return nil
+	}
+	return err
+}
+
 func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
 
 // redisZRangeByScore is the ZRANGE BYSCORE -inf..max LIMIT 0 reapBatch query.

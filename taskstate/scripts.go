@@ -51,4 +51,5 @@ var (
 	creditScript     = loadScript("credit")
 	forwardedScript  = loadScript("forwarded")
 	handBackScript   = loadScript("handback")
+	releaseScript    = loadScript("release")
 )

@@ -34,18 +34,17 @@ type TakeoverStats struct {
 // within CancelGrace. Overdue cancels end "cancelled". When takeLost is
 // true, each lost delivery is taken back (its attempt fenced off, a new job
 // number issued, which the caller enqueues), or the task ends "failed"
-// once it has lost more than maxLost deliveries. Callers pass takeLost =
-// false while they cannot tell a lost worker from their own outage.
+// once it has lost more than maxLost deliveries. A delivery is lost only
+// when its worker's lease (lease.go) is LostAfter old too: a live worker
+// keeps its tasks whatever their heartbeats say. Callers pass takeLost =
+// false while they cannot tell a lost worker from their own outage (after
+// one, every lease is old until live workers renew theirs).
 // Several scans may run at once: each change happens once.
 func (s *Store) TakeOver(ctx context.Context, maxLost int, takeLost bool) ([]TakenBack, TakeoverStats, error) {
-	now := s.now()
-	nowMs := now.UnixMilli()
-	lost := "0"
+	sc := &takeoverScan{s: s, nowMs: s.now().UnixMilli(), maxLost: maxLost, lost: "0"}
 	if takeLost {
-		lost = "1"
+		sc.lost = "1"
 	}
-	var out []TakenBack
-	var stats TakeoverStats
 	iter := s.rdb.SScan(ctx, s.keys.owners(), 0, "", 100).Iterator()
 	for iter.Next(ctx) {
 		owner := iter.Val()
@@ -53,41 +52,18 @@ func (s *Store) TakeOver(ctx context.Context, maxLost int, takeLost bool) ([]Tak
 		// Entries not due yet are re-indexed later, done ones removed; one
 		// left due (takeLost false) is skipped by the offset.
 		for offset := int64(0); ; {
-			ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: held, Start: "-inf", Stop: nowMs,
+			ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: held, Start: "-inf", Stop: sc.nowMs,
 				ByScore: true, Offset: offset, Count: reapBatch}).Result()
 			if err != nil {
-				return out, stats, err
+				return sc.out, sc.stats, err
 			}
 			for _, id := range ids {
-				ref := Ref{Owner: owner, ID: id}
-				res, err := takeoverScript.Run(ctx, s.rdb, s.liveKeys(ref), nowMs, s.lost.Milliseconds(),
-					s.cancelGrace.Milliseconds(), maxLost, s.keys.Events(ref), id, s.keys.Stops(), lost).Slice()
+				left, err := sc.one(ctx, Ref{Owner: owner, ID: id})
 				if err != nil {
-					return out, stats, err
+					return sc.out, sc.stats, err
 				}
-				code, _ := res[0].(int64)
-				switch code {
-				case codeOK:
-					if len(res) < 5 {
-						return out, stats, fmt.Errorf("taskstate: takeover returned %d values", len(res))
-					}
-					tb := TakenBack{Ref: ref}
-					tb.Seq, _ = res[1].(int64)
-					tb.Lost, _ = res[2].(int64)
-					beat, _ := res[3].(int64)
-					tb.Heartbeat = time.UnixMilli(beat)
-					tb.Tool, _ = res[4].(string)
-					out = append(out, tb)
-				case codeCancelled:
-					stats.Cancelled++
-					s.settledAt(res, 1)
-				case codeLimit:
-					stats.Failed++
-					s.settledAt(res, 3)
-				case codeIllegal:
-					if !takeLost {
-						offset++ // may still be due: not ours to take now
-					}
+				if left {
+					offset++ // may still be due: not ours to take now
 				}
 			}
 			if len(ids) < reapBatch {
@@ -95,5 +71,67 @@ func (s *Store) TakeOver(ctx context.Context, maxLost int, takeLost bool) ([]Tak
 			}
 		}
 	}
-	return out, stats, iter.Err()
+	return sc.out, sc.stats, iter.Err()
+}
+
+// takeoverScan is one TakeOver's state: what it did, and the workers'
+// leases, read once when the first due task names a worker.
+type takeoverScan struct {
+	s       *Store
+	nowMs   int64
+	maxLost int
+	lost    string
+	leases  map[string]int64
+	out     []TakenBack
+	stats   TakeoverStats
+}
+
+// one looks at one due task. left reports a task left due in the index.
+func (sc *takeoverScan) one(ctx context.Context, ref Ref) (left bool, err error) {
+	s := sc.s
+	worker, lease := "", int64(0)
+	for range 2 { // a second run when the task names a worker: with its lease
+		res, err := takeoverScript.Run(ctx, s.rdb, s.liveKeys(ref), sc.nowMs, s.lost.Milliseconds(),
+			s.cancelGrace.Milliseconds(), sc.maxLost, s.keys.Events(ref), ref.ID, s.keys.Stops(), sc.lost,
+			worker, lease).Slice()
+		if err != nil {
+			return false, err
+		}
+		code, _ := res[0].(int64)
+		switch code {
+		case codeHeld:
+			if len(res) < 2 {
+				return false, fmt.Errorf("taskstate: takeover returned %d values", len(res))
+			}
+			worker, _ = res[1].(string)
+			if sc.leases == nil {
+				if sc.leases, err = s.leases(ctx); err != nil {
+					return false, err
+				}
+			}
+			lease = sc.leases[worker]
+			continue
+		case codeOK:
+			if len(res) < 5 {
+				return false, fmt.Errorf("taskstate: takeover returned %d values", len(res))
+			}
+			tb := TakenBack{Ref: ref}
+			tb.Seq, _ = res[1].(int64)
+			tb.Lost, _ = res[2].(int64)
+			beat, _ := res[3].(int64)
+			tb.Heartbeat = time.UnixMilli(beat)
+			tb.Tool, _ = res[4].(string)
+			sc.out = append(sc.out, tb)
+		case codeCancelled:
+			sc.stats.Cancelled++
+			s.settledAt(res, 1)
+		case codeLimit:
+			sc.stats.Failed++
+			s.settledAt(res, 3)
+		case codeIllegal:
+			return sc.lost != "1", nil
+		}
+		return false, nil
+	}
+	return true, nil // its worker changed between the runs: the next scan looks again
 }

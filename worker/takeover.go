@@ -49,7 +49,8 @@ func (w *Worker) takeover(ctx context.Context) {
 	}
 }
 
-// rerun enqueues the next job of each task taken back. A job not enqueued
+// rerun enqueues the next job of each task taken back, at the front of
+// its queue. A job not enqueued
 // (Redis gone again) is found later by the stranded-task recovery, which
 // enqueues the same job id.
 func (w *Worker) rerun(ctx context.Context, taken []taskstate.TakenBack) error {
@@ -74,7 +75,9 @@ func (w *Worker) rerun(ctx context.Context, taken []taskstate.TakenBack) error {
 		if q == "" {
 			q = DefaultQueue
 		}
-		if err := w.enq.Enqueue(ctx, queue.Job{Ref: tb.Ref, Tool: tb.Tool, Seq: tb.Seq, Queue: q}); err != nil {
+		// At the front of its queue: the task ran before, and should not
+		// wait behind the whole backlog a second time.
+		if err := w.enq.EnqueueFront(ctx, queue.Job{Ref: tb.Ref, Tool: tb.Tool, Seq: tb.Seq, Queue: q}); err != nil {
 			return err
 		}
 		w.metrics.takeovers.WithLabelValues(takeoverRerun).Inc()

@@ -238,6 +238,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		jobs: map[string]map[int64]func(){},
 		enq:  queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL}),
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
+			Worker:  newWorkerID(),
 			Settled: billmetrics.New(cfg.Metrics).Settled})} // billing totals of the settlements its scripts return
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")
@@ -295,6 +296,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer stops.Close()
 	go w.routeStops(ctx, stops)
+	lctx, stopLease := context.WithCancel(context.WithoutCancel(ctx))
+	leaseDone := make(chan struct{})
+	go func() { defer close(leaseDone); w.lease(lctx) }()
+	defer func() { stopLease(); <-leaseDone }() // after the jobs went back: then the lease goes
 	srvs, err := queue.Serve(ctx, w.serveConfig(hub, named), w.process)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -460,14 +465,17 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 	}
 	ref := j.Ref
 	share := w.share(j.Queue)
-	claim, err := w.store.Claim(ctx, ref, j.Seq, share)
+	// A second delivery of a job whose run goes on here (asynq's lease of
+	// the first ran out, say in a Redis outage) claims nothing: ErrHeld.
+	claim, err := w.store.ClaimBeside(ctx, ref, j.Seq, share, w.runningHere(ref.ID))
 	var busy *taskstate.BusyError
 	switch {
 	case err == nil:
 	case errors.As(err, &busy):
 		w.later(ctx, j, busy)
 		return nil
-	case taskstate.NotOwned(err), errors.Is(err, taskstate.ErrCancelled), errors.Is(err, taskstate.ErrIllegal):
+	case taskstate.NotOwned(err), errors.Is(err, taskstate.ErrCancelled), errors.Is(err, taskstate.ErrIllegal),
+		errors.Is(err, taskstate.ErrHeld):
 		w.log.Debug("job is a no-op", "task", ref.ID, "reason", err)
 		if errors.Is(err, taskstate.ErrCancelled) || errors.Is(err, taskstate.ErrTerminal) {
 			w.deleteArguments(ctx, ref.ID, "") // cancelled before it ran
@@ -493,8 +501,17 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 	cancel := make(chan struct{})
 	var cancelOnce sync.Once
 	var cancelSeen atomic.Int64 // unix ns the run learned of a cancel
-	runCtx, stopRun := context.WithCancelCause(ctx)
+	// The run outlives asynq's lease of the job (asynq ends ctx when its
+	// lease could not be renewed, as in a Redis outage): mcpq's own fencing
+	// (heartbeat, takeover by worker lease) says when the task is no longer
+	// this delivery's. Only a worker shutting down ends the run with ctx.
+	runCtx, stopRun := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRun(nil)
+	defer context.AfterFunc(ctx, func() {
+		if w.stopping.Load() {
+			stopRun(context.Cause(ctx))
+		}
+	})()
 	requestCancel := func() {
 		cancelOnce.Do(func() { cancelSeen.Store(time.Now().UnixNano()); close(cancel); stopRun(ErrCancelled) })
 	}
@@ -504,6 +521,7 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 	defer stopWatch()
 	w.track(ref.ID, claim.Attempt, checkNow)
 	defer w.untrack(ref.ID, claim.Attempt)
+	defer w.atDeadline(ref, rec.Deadline(), stopRun)()
 	call := &Call{TaskID: ref.ID, Attempt: claim.Attempt, Arguments: rec.Arguments,
 		ref: ref, tool: rec.Tool, record: rec, store: w.store, cancel: cancel, worker: w}
 	var out taskstate.Outcome
@@ -520,7 +538,7 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 		if herr == nil {
 			res, herr = w.run(runCtx, e.run, call)
 		}
-		if ctx.Err() != nil && !call.cancelRequested() {
+		if ctx.Err() != nil && w.stopping.Load() && !call.cancelRequested() {
 			return w.interrupted(ctx, ref, claim.Attempt, log)
 		}
 		if errors.Is(context.Cause(runCtx), errStop) {
@@ -544,7 +562,7 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 			return herr
 		}
 		if herr == nil && !call.cancelRequested() {
-			res, herr = w.offload(ctx, call, res) // large blocks out of the record
+			res, herr = w.offload(runCtx, call, res) // large blocks out of the record
 		}
 		out = outcome(e, res, herr, call.cancelRequested())
 	}
@@ -636,21 +654,18 @@ func (w *Worker) finish(ctx context.Context, ref taskstate.Ref, attempt int64, o
 	}
 }
 
-// interrupted handles a delivery whose context ended while its handler ran
-// and no cancel was asked: the worker is shutting down (asynq puts the job
-// back in the queue), or asynq ended it (its lease ran out, say after the
-// process was paused). In the second case the task is usually another
-// delivery's by now: then nothing more is done.
+// interrupted handles a delivery whose worker is shutting down while its
+// handler ran and no cancel was asked: the delivery gives up its hold
+// (taskstate.Release), so the job asynq puts back in the queue is claimed
+// at once by its next delivery; should the release not get through, the
+// takeover scan runs the task again once this worker's lease is old.
 func (w *Worker) interrupted(ctx context.Context, ref taskstate.Ref, attempt int64, log func() *slog.Logger) error {
-	if w.stopping.Load() {
-		log().Info("worker stopping: job goes back to the queue")
-		return ctx.Err()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := w.store.Release(rctx, ref, attempt); err != nil && !taskstate.NotOwned(err) {
+		log().Warn("worker stopping: hold not released; the takeover scan runs the task again", "err", err)
 	}
-	if taskstate.NotOwned(w.store.Heartbeat(context.WithoutCancel(ctx), ref, attempt)) {
-		log().Info("task no longer ours (taken over or ended while this delivery was cut off): stopped without writing")
-		return nil
-	}
-	log().Warn("asynq ended the job's context: it will be delivered again", "err", context.Cause(ctx))
+	log().Info("worker stopping: job goes back to the queue")
 	return ctx.Err()
 }
 

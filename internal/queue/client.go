@@ -37,6 +37,7 @@ type Client struct {
 	keys    Keys
 	maxTTL  time.Duration
 	capture bool
+	rdb     redis.UniversalClient // for what asynq's client cannot do (front.go)
 	asynq   *asynq.Client
 	insp    *asynq.Inspector
 }
@@ -48,7 +49,7 @@ func NewClient(rdb redis.UniversalClient, opts Options) *Client {
 	if opts.Capture {
 		through = newCaptureClient(rdb, through, keys)
 	}
-	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture,
+	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture, rdb: rdb,
 		asynq: asynq.NewClientFromRedisClient(through), insp: asynq.NewInspectorFromRedisClient(rdb)}
 }
 

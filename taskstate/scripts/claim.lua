@@ -6,6 +6,8 @@
 -- ARGV[4] the job's sequence number (JobID)   ARGV[5] lost-after (ms)
 -- ARGV[6] the owner's share of the queue: most of its tasks that may run
 -- on it at once (0: no share; KEYS[7] is then left alone)   ARGV[7] the queue's name
+-- ARGV[8] the claiming worker's id ('' for none; recorded as 'worker', lease.go)
+-- ARGV[9] the attempts of the task that run in the claiming worker, as ',1,2,'
 -- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
 -- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns {OK, attempt, field1, value1, ...}: a new attempt number (older
@@ -19,13 +21,17 @@
 -- settled.go), or {BUSY, seq, running}: the owner already
 -- runs its share of the queue; the task is not claimed, this job is done
 -- with and job seq (a new sequence number, as a takeover issues) is the
--- one to enqueue, later.
+-- one to enqueue, later. HELD: a delivery of another worker holds the task
+-- (a second delivery of the same job, as asynq makes once its lease of the
+-- first ran out in a Redis outage), or the claiming worker's own delivery
+-- that still runs there: the job is a no-op; only the takeover scan, which
+-- judges that worker's lease, takes the task from it.
 -- A claimed task enters the held index, due to be looked at when its
 -- heartbeat would be lost-after old (takeover.lua), and under a share the
 -- running set, scored the same (heartbeat.lua moves it on), so a killed
 -- worker's slot ages out even before a takeover scan frees it.
 local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'resumes', 'slot', 'statusMessage',
-  'attempt', 'version')
+  'attempt', 'version', 'running', 'worker')
 local status = f[1]
 if not status then return {NOT_FOUND} end
 if expired(f[3], f[4], ARGV[1]) then return {EXPIRED} end
@@ -40,6 +46,9 @@ if f[2] == '1' then
   return {CANCELLED, receipt, tool}
 end
 if status ~= 'working' then return {ILLEGAL} end
+if f[10] and f[10] ~= '0' and f[11] and (f[11] ~= ARGV[8] or string.find(ARGV[9], ',' .. f[10] .. ',', 1, true)) then
+  return {HELD}
+end
 local share = tonumber(ARGV[6])
 if share > 0 then
   -- Entries whose heartbeat is lost-after old belong to killed workers.
@@ -71,6 +80,7 @@ local message = 'Running'
 if attempt > 1 then message = 'Running (attempt ' .. attempt .. ')' end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1],
   'running', attempt, 'attempt', attempt, 'version', version)
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'worker', ARGV[8]) else redis.call('HDEL', KEYS[1], 'worker') end
 redis.call('ZADD', KEYS[3], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
 announce(ARGV[2], version, 'working', message, ARGV[1], nil)
 local out = {OK, attempt}

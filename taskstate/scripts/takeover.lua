@@ -14,7 +14,15 @@
 -- ARGV[4] max lost deliveries   ARGV[5] events channel   ARGV[6] task id
 -- ARGV[7] stops channel   ARGV[8] '1' to take back lost deliveries ('0': only
 -- end overdue cancels; the caller could not tell a lost worker from its own
--- lost view of Redis)
+-- lost view of Redis)   ARGV[9] the worker whose lease ARGV[10] is (unix ms of
+-- its last renewal, lease.go; '0' when it has none)
+-- A delivery is lost only when its worker is: a task whose heartbeat is old
+-- but whose worker (the record's 'worker', claim.lua) renewed its lease
+-- within lost-after is kept, and looked at again when that lease would be
+-- lost-after old. A worker renews its lease apart from any task, so a task
+-- heartbeat that did not get through a Redis outage costs nothing. When
+-- ARGV[9] does not name the task's worker, {HELD, worker} asks the caller
+-- to run the script again with that worker's lease.
 -- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
 -- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns {OK, seq, lost, heartbeat, tool}: taken back; enqueue job seq. {CANCELLED}
@@ -24,7 +32,7 @@
 -- or not due yet: re-indexed at its due time). {NOT_FOUND}, {EXPIRED}
 -- (dropped from the index; the reaper ends an expired task).
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'heartbeat', 'cancel',
-  'cancelAt', 'lost', 'tool')
+  'cancelAt', 'lost', 'tool', 'worker')
 local id, now = ARGV[6], tonumber(ARGV[1])
 if not f[1] then redis.call('ZREM', KEYS[3], id); return {NOT_FOUND} end
 if expired(f[2], f[3], ARGV[1]) then redis.call('ZREM', KEYS[3], id); return {EXPIRED} end
@@ -42,6 +50,11 @@ if f[6] == '1' then
   return {CANCELLED, receipt, tool}
 end
 if ARGV[8] ~= '1' then return {ILLEGAL} end
+if f[10] and f[10] ~= '' then
+  if f[10] ~= ARGV[9] then return {HELD, f[10]} end
+  local alive = tonumber(ARGV[10]) + tonumber(ARGV[2])
+  if now < alive then redis.call('ZADD', KEYS[3], alive, id); return {ILLEGAL} end
+end
 local lost = redis.call('HINCRBY', KEYS[1], 'lost', 1)
 -- The old attempt's writes are refused from now on (every worker write
 -- carries its attempt); the next claim numbers the new one.
@@ -57,6 +70,7 @@ if lost > tonumber(ARGV[4]) then
   return {LIMIT, lost, beat, receipt, tool}
 end
 local seq = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
+redis.call('HDEL', KEYS[1], 'worker')
 redis.call('HSET', KEYS[1], 'running', 0, 'lastUpdatedAt', ARGV[1],
   'statusMessage', 'Its worker was lost (no heartbeat for ' .. ARGV[2] .. ' ms); queued to run again')
 redis.call('ZREM', KEYS[3], id)
