@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/proto"
 )
 
@@ -69,8 +70,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			// The client went away (a closed listen stream, an abandoned
 			// wait): nothing failed on mcpq's side.
 			s.log.Debug("client gone", "method", req.Method, "err", err, traceAttr(c.trace))
+		case status == http.StatusServiceUnavailable && redisconn.IsAtCapacity(err):
+			s.notes.warn(s.log, "request failed: redis at capacity (maxmemory)", "method", req.Method, "err", err, traceAttr(c.trace))
 		case status == http.StatusServiceUnavailable:
-			s.log.Warn("request failed: redis unavailable", "method", req.Method, "err", err, traceAttr(c.trace))
+			s.notes.warn(s.log, "request failed: redis unavailable", "method", req.Method, "err", err, traceAttr(c.trace))
 		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
 			s.log.Error("request failed", "method", req.Method, "err", err, traceAttr(c.trace))
 		}
@@ -164,7 +167,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 	var unavailable *UnavailableError
 	switch {
 	case errors.As(err, &unavailable):
-		s.log.Error("authentication unavailable", "err", err)
+		s.notes.warn(s.log, "authentication unavailable", "err", err)
 		return "", withStatus(proto.NewError(proto.CodeInternalError, "Authentication is unavailable; try again"), http.StatusServiceUnavailable)
 	case err != nil:
 		challenge := `Bearer realm="mcpq"`
