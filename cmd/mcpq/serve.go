@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -29,14 +31,16 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	var blobs blobFlags
 	blobs.register(fs, false)
 	hf := httpFlags(fs)
+	redisBound := fs.Duration("redis-request-timeout", envDuration("MCPQ_REDIS_REQUEST_TIMEOUT", 2*time.Second),
+		"longest one Redis command of a request may go unanswered before the request fails with 503 (env MCPQ_REDIS_REQUEST_TIMEOUT)")
 	_ = fs.Parse(args)
 	var err error
 	if cfg.Blobs, err = blobs.open(ctx); err != nil {
 		return err
 	}
-	rdb, err := redisClient()
+	rdb, err := redisconn.ConnectBounded(env("REDIS_URL", "redis://127.0.0.1:6379/0"), *redisBound)
 	if err != nil {
-		return err
+		return fmt.Errorf("REDIS_URL: %w", err)
 	}
 	defer rdb.Close()
 	cfg.Redis = rdb

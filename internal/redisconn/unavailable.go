@@ -28,6 +28,9 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, ErrNoAnswer) {
+		return true // a ConnectBounded client's bound ran out
+	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) {
 		return true // dial, read or write on the socket failed
