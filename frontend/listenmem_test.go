@@ -13,10 +13,10 @@ import (
 	"github.com/mcpq/mcpq/taskstate"
 )
 
-// TestListenHoldsNoResults: a listen stream over 40 tasks that end with
+// TestListenHoldsNoResults: a listen stream over 20 tasks that end with
 // 0.9 MiB results each writes every result and keeps none: while the
 // stream is still open the front end's live heap is within 8 MiB of what
-// it was before the results (it grew by 36 MiB and more when the stream
+// it was before the results (it grew by 18 MiB and more when the stream
 // kept each task's last state with its result). On a real redis-server,
 // so the results Redis holds are not in this process's heap.
 func TestListenHoldsNoResults(t *testing.T) {
@@ -24,7 +24,7 @@ func TestListenHoldsNoResults(t *testing.T) {
 	e.enq.setHold(true)
 	ts := httptest.NewServer(e.h)
 	defer ts.Close()
-	const tasks = 40
+	const tasks = 20
 	ids := make([]string, tasks)
 	for i := range ids {
 		ids[i] = e.createTask(toolTaskJob)
