@@ -1,9 +1,13 @@
 package frontend
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
@@ -44,8 +48,14 @@ func (s *Server) bill(c *call, inv invocation, p *taskstate.CreateParams) error 
 	}
 	if key != "" {
 		// The key names this call: the same key with other arguments is
-		// another call, not a retry.
-		p.IdempotencyKey = inv.def.Key() + "\x00" + key + "\x00" + string(inv.args)
+		// another call, not a retry. Arguments compare by their canonical
+		// form, so a client that re-serialises them on retry (other member
+		// order, whitespace, 3e1 for 30, \u0041 for A) retries.
+		args, err := canonicalArguments(inv.args)
+		if err != nil {
+			return proto.NewError(proto.CodeInvalidParams, "Invalid params: arguments: %v", err)
+		}
+		p.IdempotencyKey = inv.def.Key() + "\x00" + key + "\x00" + args
 		p.IdempotencyTTL = s.cfg.IdempotencyTTL
 	}
 	return nil
@@ -113,4 +123,17 @@ func (s *Server) getMyLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeREST(w, http.StatusOK, ledgerPage{Entries: entries, NextCursor: next})
+}
+
+// canonicalArguments is args in the canonical form of RFC 8785 (JSON
+// Canonicalization Scheme: members sorted, no whitespace, strings with
+// minimal escapes, numbers as the shortest double), except that integers
+// keep their digits: JCS would make 2^53+1 and 2^53 one number, and two
+// calls that differ there are two calls.
+func canonicalArguments(args json.RawMessage) (string, error) {
+	v := jsontext.Value(slices.Clone(args))
+	if err := v.Canonicalize(jsontext.CanonicalizeRawInts(false)); err != nil {
+		return "", err
+	}
+	return string(v), nil
 }

@@ -204,3 +204,46 @@ func TestBillingRefusalLeavesNoJob(t *testing.T) {
 		t.Fatalf("pending jobs %v, want the one of task %s", ids, id)
 	}
 }
+
+// TestIdempotencyKeyCanonical: the same key with the same arguments
+// serialised another way (member order, whitespace, 30.0 or 3e1 for 30,
+// \u0041 for A) answers the first call's task; other arguments, and
+// integers that differ only beyond a double's precision, are other calls.
+func TestIdempotencyKeyCanonical(t *testing.T) {
+	e := newEnv(t, redistest.Mini(t), nil)
+	call := func(args string) string {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + toolTaskJob +
+			`","arguments":` + args + `,"_meta":` + metaTasks + `}}`
+		h := deriveHeaders([]byte(body))
+		h.Set("Idempotency-Key", "canon-1")
+		rep := e.serve(context.Background(), http.MethodPost, []byte(body), h)
+		id := str(rep.JSON, "result.taskId")
+		if id == "" {
+			t.Fatalf("%s: no task: %s", args, rep.Body)
+		}
+		return id
+	}
+	first := call(`{"name":"A","n":30,"o":{"x":1,"y":[1,2]}}`)
+	for _, args := range []string{
+		`{ "o" : { "y" : [ 1 , 2 ] , "x" : 1 } , "n" : 30 , "name" : "A" }`,
+		`{"name":"\u0041","n":30.0,"o":{"x":1,"y":[1,2]}}`,
+		`{"n":3e1,"name":"A","o":{"y":[1E0,2.00],"x":10e-1}}`,
+	} {
+		if got := call(args); got != first {
+			t.Errorf("%s answered task %s, want the first call's %s", args, got, first)
+		}
+	}
+	for _, args := range []string{
+		`{"name":"A","n":31,"o":{"x":1,"y":[1,2]}}`,
+		`{"name":"a","n":30,"o":{"x":1,"y":[1,2]}}`,
+		`{"name":"A","n":30,"o":{"x":1,"y":[2,1]}}`,
+	} {
+		if got := call(args); got == first {
+			t.Errorf("%s answered the first call's task", args)
+		}
+	}
+	if a, b := call(`{"name":"A","n":9007199254740993}`), call(`{"name":"A","n":9007199254740992}`); a == b {
+		t.Errorf("2^53+1 and 2^53 answered one task %s", a)
+	}
+}

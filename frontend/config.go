@@ -85,6 +85,11 @@ type Config struct {
 	AuthRecheck time.Duration
 	// MaxDepth bounds the nesting of a request body's JSON (default 64).
 	MaxDepth int
+	// MaxJSONValues bounds the JSON values (array elements and object
+	// members) of one request body, counted on the raw bytes before any
+	// decode; more is HTTP 413 (default DefaultMaxJSONValues; negative:
+	// no bound).
+	MaxJSONValues int
 	// StateKey is the HMAC key of MRTR requestState; every replica needs the
 	// same one (default: created once in Redis and shared through it).
 	StateKey []byte
@@ -177,6 +182,11 @@ const DefaultMaxTTL = 24 * time.Hour
 // default: the same 256 KiB as a result block's (worker.BlobConfig).
 const DefaultInlineMaxArgumentBytes = 256 << 10
 
+// DefaultMaxJSONValues is Config.MaxJSONValues's default: 2^20 values,
+// twice what the largest arguments a call may send by default (1 MiB)
+// can hold, so only bodies made of values refuse.
+const DefaultMaxJSONValues = 1 << 20
+
 // Version is mcpq's version, shown in serverInfo.
 const Version = "0.1.0"
 
@@ -221,6 +231,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxLiveTasks == 0 {
 		c.MaxLiveTasks = 1000
+	}
+	if c.MaxJSONValues == 0 {
+		c.MaxJSONValues = DefaultMaxJSONValues
 	}
 	if c.MaxDepth <= 0 {
 		c.MaxDepth = 64

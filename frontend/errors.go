@@ -43,6 +43,13 @@ func errUnavailable() *proto.Error {
 	return proto.NewError(proto.CodeInternalError, "Service unavailable: the task store cannot be reached; retry shortly")
 }
 
+// errAtCapacity is what a request answers when Redis refused its write at
+// maxmemory: the same retry signal as errUnavailable (503, Retry-After),
+// since records expire and ended tasks free their memory.
+func errAtCapacity() *proto.Error {
+	return proto.NewError(proto.CodeInternalError, "Service at capacity: the task store is full; retry later")
+}
+
 // toRPC is the one place errors become JSON-RPC errors and HTTP statuses.
 // Whoever writes the answer calls setRetryAfter with the status.
 func toRPC(err error) (*proto.Error, int) {
@@ -69,6 +76,8 @@ func toRPC(err error) (*proto.Error, int) {
 			http.StatusTooManyRequests
 	// After the sentinels: a refusal is never unavailability, and the
 	// classification walks the error chain many times over.
+	case redisconn.IsAtCapacity(err):
+		return errAtCapacity(), http.StatusServiceUnavailable
 	case redisconn.IsUnavailable(err):
 		return errUnavailable(), http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

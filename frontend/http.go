@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/proto"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			"Content-Type must be application/json"), http.StatusUnsupportedMediaType))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -41,6 +42,14 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		// The error names socket addresses: not for the client.
 		s.log.Debug("request body unreadable", "err", err)
 		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeParseError, "Parse error: the request body could not be read"), http.StatusBadRequest))
+		return
+	}
+	// Before any decode: a body of many small values (a 4 MiB array of
+	// 2M numbers) costs 50 bytes and more per value to decode, so it is
+	// refused by count on the raw bytes (issue 25, item 7).
+	if _, n := jsonShape(body); s.cfg.MaxJSONValues > 0 && n > s.cfg.MaxJSONValues {
+		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest,
+			"Request body holds more than %d JSON values", s.cfg.MaxJSONValues), http.StatusRequestEntityTooLarge))
 		return
 	}
 	if s.era != nil && s.era.response(w, r, principal, body) { // a 2025-11-25 client answering an input request
@@ -69,8 +78,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			// The client went away (a closed listen stream, an abandoned
 			// wait): nothing failed on mcpq's side.
 			s.log.Debug("client gone", "method", req.Method, "err", err, traceAttr(c.trace))
+		case status == http.StatusServiceUnavailable && redisconn.IsAtCapacity(err):
+			s.notes.warn(s.log, "request failed: redis at capacity (maxmemory)", "method", req.Method, "err", err, traceAttr(c.trace))
 		case status == http.StatusServiceUnavailable:
-			s.log.Warn("request failed: redis unavailable", "method", req.Method, "err", err, traceAttr(c.trace))
+			s.notes.warn(s.log, "request failed: redis unavailable", "method", req.Method, "err", err, traceAttr(c.trace))
 		case pe.Code == proto.CodeInternalError && status == http.StatusOK:
 			s.log.Error("request failed", "method", req.Method, "err", err, traceAttr(c.trace))
 		}
@@ -132,7 +143,15 @@ func parseRequest(body []byte, maxDepth int) (*proto.Request, error) {
 
 // jsonDepth is the deepest nesting of objects and arrays in valid JSON.
 func jsonDepth(b []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
+	d, _ := jsonShape(b)
+	return d
+}
+
+// jsonShape is the deepest nesting of objects and arrays in valid JSON and
+// the number of its values past the first of each container (the commas
+// outside strings), read in one pass over the bytes that allocates nothing.
+func jsonShape(b []byte) (deepest, values int) {
+	depth, inString, escaped := 0, false, false
 	for _, c := range b {
 		switch {
 		case inString:
@@ -146,14 +165,17 @@ func jsonDepth(b []byte) int {
 			}
 		case c == '"':
 			inString = true
+		case c == ',':
+			values++
 		case c == '{' || c == '[':
 			depth++
+			values++
 			deepest = max(deepest, depth)
 		case c == '}' || c == ']':
 			depth--
 		}
 	}
-	return deepest
+	return deepest, values
 }
 
 // admit authenticates the request and charges the principal's rate limit:
@@ -164,7 +186,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 	var unavailable *UnavailableError
 	switch {
 	case errors.As(err, &unavailable):
-		s.log.Error("authentication unavailable", "err", err)
+		s.notes.warn(s.log, "authentication unavailable", "err", err)
 		return "", withStatus(proto.NewError(proto.CodeInternalError, "Authentication is unavailable; try again"), http.StatusServiceUnavailable)
 	case err != nil:
 		challenge := `Bearer realm="mcpq"`
@@ -305,4 +327,26 @@ func (s *Server) encode(r proto.Response) []byte {
 			Error: proto.NewError(proto.CodeInternalError, "Internal error: response not encodable")})
 	}
 	return b
+}
+
+// readBody reads r's body, at most limit bytes (more is an
+// *http.MaxBytesError). A declared Content-Length within the limit sizes
+// the buffer once, where io.ReadAll would grow it by doubling and
+// allocate about twice the body.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	n := r.ContentLength
+	if n <= 0 || n > limit {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		return nil, err
+	}
+	// net/http ends the body at Content-Length; another reader might not.
+	rest, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, rest...), nil
 }

@@ -30,6 +30,7 @@ type Server struct {
 	hub        *events.Hub
 	catalog    *catalogCache
 	listens    listenCounts // open listen streams per principal
+	notes      logNotes     // warnings logged once per interval, not per request
 	hosts      hostList     // AllowedOrigins as Host headers match them
 	log        *slog.Logger
 	metrics    *metrics

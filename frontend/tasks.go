@@ -74,6 +74,13 @@ func (s *Server) updateTask(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	ref := taskstate.Ref{Owner: taskstate.OwnerTag(c.principal), ID: p.TaskID}
+	rec, err := s.store.Get(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkResponses(rec.InputRequests, answers); err != nil { // frontend/inputcheck.go
+		return nil, err
+	}
 	if err := s.answer(ctx, ref, answers); err != nil {
 		return nil, err
 	}

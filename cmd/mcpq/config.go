@@ -119,6 +119,7 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 	})
 	cfg.Eras = splitList(env("MCPQ_ERAS", ""))
 	fs.DurationVar(&cfg.SessionIdle, "session-idle", envDuration("MCPQ_SESSION_IDLE", time.Hour), "how long a 2025-11-25 session lives without a request (env MCPQ_SESSION_IDLE)")
+	fs.IntVar(&cfg.MaxJSONValues, "max-json-values", envInt("MCPQ_MAX_JSON_VALUES", frontend.DefaultMaxJSONValues), "most JSON values (array elements, object members) in one request body, counted before decoding, -1 for no bound (env MCPQ_MAX_JSON_VALUES)")
 	fs.IntVar(&cfg.MaxDepth, "max-depth", envInt("MCPQ_MAX_DEPTH", 64), "deepest JSON nesting of a request body (env MCPQ_MAX_DEPTH)")
 	fs.Float64Var(&cfg.RateLimit, "rate-limit", envFloat("MCPQ_RATE_LIMIT", 0), "requests per second per principal across replicas, 0 for none (env MCPQ_RATE_LIMIT)")
 	fs.IntVar(&cfg.RateBurst, "rate-burst", envInt("MCPQ_RATE_BURST", 0), "rate limit burst (env MCPQ_RATE_BURST; default 2 x rate)")

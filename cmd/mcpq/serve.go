@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -29,14 +31,16 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	var blobs blobFlags
 	blobs.register(fs, false)
 	hf := httpFlags(fs)
+	redisBound := fs.Duration("redis-request-timeout", envDuration("MCPQ_REDIS_REQUEST_TIMEOUT", 2*time.Second),
+		"longest one Redis command of a request may go unanswered before the request fails with 503 (env MCPQ_REDIS_REQUEST_TIMEOUT)")
 	_ = fs.Parse(args)
 	var err error
 	if cfg.Blobs, err = blobs.open(ctx); err != nil {
 		return err
 	}
-	rdb, err := redisClient()
+	rdb, err := redisconn.ConnectBounded(env("REDIS_URL", "redis://127.0.0.1:6379/0"), *redisBound)
 	if err != nil {
-		return err
+		return fmt.Errorf("REDIS_URL: %w", err)
 	}
 	defer rdb.Close()
 	cfg.Redis = rdb
@@ -61,7 +65,7 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 
 // httpLimits are the HTTP server's limits.
 type httpLimits struct {
-	maxHeaderBytes, maxConns             int
+	maxHeaderBytes, maxConns, perAddress int
 	readHeaderTimeout, readTimeout, idle time.Duration
 }
 
@@ -71,6 +75,7 @@ func httpFlags(fs *flag.FlagSet) *httpLimits {
 	fs.DurationVar(&h.readHeaderTimeout, "read-header-timeout", envDuration("MCPQ_READ_HEADER_TIMEOUT", 10*time.Second), "time to read request headers (env MCPQ_READ_HEADER_TIMEOUT)")
 	fs.DurationVar(&h.readTimeout, "read-timeout", envDuration("MCPQ_READ_TIMEOUT", time.Minute), "time to read a whole request (env MCPQ_READ_TIMEOUT)")
 	fs.IntVar(&h.maxConns, "max-connections", envInt("MCPQ_MAX_CONNECTIONS", 4096), "most open client connections; more wait to be accepted, 0 = no limit (env MCPQ_MAX_CONNECTIONS)")
+	fs.IntVar(&h.perAddress, "max-connections-per-address", envInt("MCPQ_MAX_CONNECTIONS_PER_ADDRESS", 256), "most open connections from one client IP address; more are answered 429 and closed, 0 = no limit; behind a proxy every client has its address, so raise it or use 0 (env MCPQ_MAX_CONNECTIONS_PER_ADDRESS)")
 	fs.DurationVar(&h.idle, "idle-timeout", envDuration("MCPQ_IDLE_TIMEOUT", 2*time.Minute), "keep-alive idle time (env MCPQ_IDLE_TIMEOUT)")
 	return h
 }
@@ -87,7 +92,7 @@ func serveHTTP(ctx context.Context, log *slog.Logger, ln net.Listener, cfg front
 	hs := &http.Server{Handler: srv.Handler(), MaxHeaderBytes: h.maxHeaderBytes,
 		ReadHeaderTimeout: h.readHeaderTimeout, ReadTimeout: h.readTimeout, IdleTimeout: h.idle}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(limitConnections(ln, h.maxConns)) }()
+	go func() { errc <- hs.Serve(limitPerAddress(limitConnections(ln, h.maxConns), h.perAddress)) }()
 	select {
 	case err := <-errc:
 		return err

@@ -28,6 +28,9 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, ErrNoAnswer) {
+		return true // a ConnectBounded client's bound ran out
+	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) {
 		return true // dial, read or write on the socket failed
@@ -60,6 +63,21 @@ func IsUnavailable(err error) bool {
 		}
 	}
 	return false
+}
+
+// IsAtCapacity reports whether err is Redis refusing a write because it
+// reached its maxmemory with nothing it may evict (the OOM reply, under
+// maxmemory-policy noeviction, also from inside a Lua script). The same
+// request may succeed once tasks end and their records expire, so the
+// front end answers it as it answers unavailability: HTTP 503 with
+// Retry-After, saying the store is at capacity.
+func IsAtCapacity(err error) bool {
+	var rerr redis.Error
+	if err == nil || !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "OOM ") || strings.Contains(msg, "OOM command not allowed")
 }
 
 // unavailablePrefixes are the error replies by which Redis says "not now".

@@ -68,3 +68,21 @@ func TestIsUnavailable(t *testing.T) {
 		})
 	}
 }
+
+func TestIsAtCapacity(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"OOM", replyError("OOM command not allowed when used memory > 'maxmemory'."), true},
+		{"OOM in a script", fmt.Errorf("create: %w", replyError("ERR Error running script (call to f_x): @user_script:3: OOM command not allowed when used memory > 'maxmemory'.")), true},
+		{"LOADING", replyError("LOADING Redis is loading the dataset in memory"), false},
+		{"plain error naming OOM", errors.New("OOM command not allowed"), false},
+	} {
+		if got := redisconn.IsAtCapacity(c.err); got != c.want {
+			t.Errorf("%s: IsAtCapacity(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}

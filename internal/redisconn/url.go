@@ -24,7 +24,11 @@ import (
 // parsing of options is go-redis's own (ParseURL, ParseClusterURL,
 // ParseFailoverURL); this function only maps the multi-address forms onto
 // them. A malformed URL gets an error naming what is wrong.
-func Connect(rawURL string) (redis.UniversalClient, error) {
+func Connect(rawURL string) (redis.UniversalClient, error) { return connect(rawURL, false) }
+
+// connect is Connect; ctxTimeouts sets go-redis's ContextTimeoutEnabled,
+// so a command's context deadline bounds its socket reads and writes.
+func connect(rawURL string, ctxTimeouts bool) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
 		return nil, fmt.Errorf("redis URL %q: no scheme (want redis://, rediss://, unix://, redis+cluster:// or redis+sentinel://)", redact(rawURL))
@@ -35,18 +39,21 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redis URL %q: %w", redact(rawURL), err)
 		}
+		opts.ContextTimeoutEnabled = ctxTimeouts || opts.ContextTimeoutEnabled
 		return redis.NewClient(opts), nil
 	case "redis+cluster", "rediss+cluster":
 		opts, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
 		if err != nil {
 			return nil, fmt.Errorf("redis URL %q: %w", redact(rawURL), err)
 		}
+		opts.ContextTimeoutEnabled = ctxTimeouts || opts.ContextTimeoutEnabled
 		return redis.NewClusterClient(opts), nil
 	case "redis+sentinel", "rediss+sentinel":
 		opts, err := parseSentinelURL(strings.TrimSuffix(scheme, "+sentinel"), rest)
 		if err != nil {
 			return nil, fmt.Errorf("redis URL %q: %w", redact(rawURL), err)
 		}
+		opts.ContextTimeoutEnabled = ctxTimeouts || opts.ContextTimeoutEnabled
 		return redis.NewFailoverClient(opts), nil
 	}
 	return nil, fmt.Errorf("redis URL %q: unknown scheme %q (want redis, rediss, unix, redis+cluster or redis+sentinel)", redact(rawURL), scheme)
