@@ -391,7 +391,9 @@ func (w *Worker) serveConfig(hub *events.Hub, named map[string]int) queue.ServeC
 		// Jobs over a share or handed back come back after BusyDelay, not up to 5 s later.
 		DelayedCheck:    min(w.cfg.BusyDelay, 5*time.Second),
 		ShutdownTimeout: w.cfg.ShutdownTimeout, Logger: w.log,
-		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc}
+		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc,
+		// A principal at its hard cap is passed over at dequeue: it waits without polling.
+		Caps: w.cfg.MaxRunningPerPrincipal}
 }
 
 // publish writes the definitions of the entries this worker serves and

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -37,6 +38,7 @@ type Client struct {
 	keys    Keys
 	maxTTL  time.Duration
 	capture bool
+	rdb     redis.UniversalClient
 	asynq   *asynq.Client
 	insp    *asynq.Inspector
 }
@@ -48,7 +50,7 @@ func NewClient(rdb redis.UniversalClient, opts Options) *Client {
 	if opts.Capture {
 		through = newCaptureClient(rdb, through, keys)
 	}
-	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture,
+	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture, rdb: rdb,
 		asynq: asynq.NewClientFromRedisClient(through), insp: asynq.NewInspectorFromRedisClient(rdb)}
 }
 
@@ -92,7 +94,17 @@ func (c *Client) Capture(ctx context.Context, j Job) (taskstate.Job, error) {
 // whose record was refused. A job not there (never queued, or taken by a
 // worker, which finds no record and drops it) is no error.
 func (c *Client) Drop(j Job) error {
-	err := c.insp.DeleteTask(c.keys.Queue(j.Queue), ID(j.Ref, j.Seq))
+	q, id := c.keys.Queue(j.Queue), ID(j.Ref, j.Seq)
+	// A job waiting in its principal's list (fair.go) is not in asynq's
+	// pending list, where asynq's inspector looks.
+	n, err := fairDrop.Run(context.Background(), c.rdb, []string{"asynq:{" + q + "}:t:" + id, "asynq:{" + q + "}:pending"}, id).Int64()
+	if err != nil {
+		return fmt.Errorf("queue: drop waiting job %s: %w", id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	err = c.insp.DeleteTask(q, id)
 	if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
 		return nil
 	}
@@ -120,7 +132,8 @@ func (c *Client) Revive(ctx context.Context, j Job) (bool, error) {
 }
 
 // Depth is what one queue holds: its jobs by state, and the age of its
-// oldest pending job (0 when none waits).
+// oldest pending job (0 when none waits). Pending counts the jobs waiting
+// by principal (fair.go) too; Latency is asynq's, of its pending list.
 type Depth struct {
 	Pending, Active, Scheduled, Retry, Archived int
 	Latency                                     time.Duration
@@ -148,6 +161,10 @@ func (c *Client) Depth(queue string) (Depth, error) {
 	if err != nil {
 		return Depth{}, err
 	}
-	return Depth{Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled, Retry: info.Retry,
+	waiting, err := c.rdb.Get(context.Background(), waitingKey(c.keys.Queue(queue))).Int()
+	if err != nil && err != redis.Nil {
+		return Depth{}, fmt.Errorf("queue: read waiting jobs of %s: %w", queue, err)
+	}
+	return Depth{Pending: info.Pending + max(waiting, 0), Active: info.Active, Scheduled: info.Scheduled, Retry: info.Retry,
 		Archived: info.Archived, Latency: info.Latency}, nil
 }
