@@ -66,14 +66,33 @@ local function pop(o)
   return id
 end
 
+-- blocked: when a dequeue found every waiting principal at its cap, it
+-- wrote the queue's state then, the length of the active list and the
+-- enqueue count "v" (fair_enqueue.lua): until either changes (a job ends,
+-- is requeued or ages out of the active list; a job is enqueued or
+-- dropped) no job can be runnable, and a dequeue costs three reads, not
+-- a walk of the active list, so that jobs waiting over a cap cost an
+-- idle worker's polls about what an empty queue does.
+local meta = base .. 'mcpq:meta'
+local function blocked()
+  local m = redis.call('HMGET', meta, 'v', 'blocked')
+  local state = redis.call('LLEN', KEYS[3]) .. ':' .. (m[1] or '0')
+  return state == m[2], state
+end
+
 local id = redis.call('RPOPLPUSH', KEYS[1], KEYS[3])
 if not id then
   if redis.call('ZCARD', waiters) == 0 then return nil end
+  local stuck, state = blocked()
+  if stuck then return nil end
   local n = running()
   -- A job deleted while it waited (Client.Drop removes it, so rarely) is skipped.
   for _ = 1, 100 do
     local o = choose(n)
-    if not o then return nil end
+    if not o then
+      redis.call('HSET', meta, 'blocked', state)
+      return nil
+    end
     local cand = pop(o)
     if cand and redis.call('EXISTS', ARGV[2] .. cand) == 1 then
       id = cand

@@ -10,5 +10,6 @@ local list = base .. 'mcpq:w:' .. f[2]
 if redis.call('LREM', list, 0, ARGV[1]) == 0 then return 0 end
 redis.call('DECR', base .. 'mcpq:n')
 if redis.call('LLEN', list) == 0 then redis.call('ZREM', base .. 'mcpq:waiters', f[2]) end
+redis.call('HINCRBY', base .. 'mcpq:meta', 'v', 1)
 redis.call('DEL', KEYS[1])
 return 1

@@ -20,4 +20,7 @@ if redis.call('LPUSH', base .. 'mcpq:w:' .. owner, ARGV[2]) == 1 then
   redis.call('ZADD', base .. 'mcpq:waiters', ARGV[3], owner)
 end
 redis.call('INCR', base .. 'mcpq:n')
+-- A new waiting job may be runnable where the last dequeue found none
+-- (fair_dequeue.lua's "blocked").
+redis.call('HINCRBY', base .. 'mcpq:meta', 'v', 1)
 return 1
