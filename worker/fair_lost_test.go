@@ -107,10 +107,11 @@ func TestFairTakeoverWaitsInLine(t *testing.T) {
 			log.add("quick")
 			return worker.TextResult("quick done"), nil
 		})
-		h.start(t, cfg, hang, quick)
+		// Both wait before the worker starts: the first runs, the second
+		// waits under the cap, and the takeover's job joins the line after it.
 		lost := h.submitAs(t, "p", "hang", h.queue)
-		waitFor(t, "the first delivery", func() bool { return log.count("hang1") == 1 })
 		waiting := h.submitAs(t, "p", "quick", h.queue)
+		h.start(t, cfg, hang, quick)
 		if rec := h.terminal(t, lost); rec.Status != proto.StatusCompleted || strings.Contains(string(rec.Result), "stale") ||
 			rec.Lost != 1 || rec.Resumes != 1 {
 			t.Fatalf("the taken-over task: %s %s, lost %d, job %d; want completed by a later attempt, on job 1",
