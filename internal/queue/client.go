@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -167,4 +168,30 @@ func (c *Client) Depth(queue string) (Depth, error) {
 	}
 	return Depth{Pending: info.Pending + max(waiting, 0), Active: info.Active, Scheduled: info.Scheduled, Retry: info.Retry,
 		Archived: info.Archived, Latency: info.Latency}, nil
+}
+
+// Pending lists the ids of the jobs of queue (an mcpq queue name) that
+// wait to run: those in asynq's pending list, then those waiting by
+// principal (fair.go), each principal's oldest first. For tests and
+// tools: it reads every waiting list.
+func (c *Client) Pending(ctx context.Context, queue string) ([]string, error) {
+	aq := c.keys.Queue(queue)
+	ids, err := c.rdb.LRange(ctx, "asynq:{"+aq+"}:pending", 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: pending jobs of %s: %w", queue, err)
+	}
+	slices.Reverse(ids) // asynq pushes left and pops right
+	owners, err := c.rdb.ZRange(ctx, "asynq:{"+aq+"}:mcpq:waiters", 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: waiting principals of %s: %w", queue, err)
+	}
+	for _, o := range owners {
+		w, err := c.rdb.LRange(ctx, "asynq:{"+aq+"}:mcpq:w:"+o, 0, -1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: waiting jobs of %s: %w", queue, err)
+		}
+		slices.Reverse(w)
+		ids = append(ids, w...)
+	}
+	return ids, nil
 }
