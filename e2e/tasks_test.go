@@ -24,6 +24,7 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -330,6 +331,16 @@ func testTasksAcrossProcesses(t *testing.T, b *redistest.Backend) {
 			for _, info := range append(active, pending...) {
 				if ref, _, err := queue.Decode(info.Payload); err == nil && ref.ID == id {
 					t.Fatalf("job %s (%s) is %s for the parked task", info.ID, ref.ID, info.State)
+				}
+			}
+			// Jobs waiting by principal (internal/queue/fair.go) are not in asynq's pending list.
+			waiting, err := queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix}).Pending(ctx, worker.DefaultQueue)
+			if err != nil {
+				t.Fatalf("waiting jobs of %s: %v", aq, err)
+			}
+			for _, jid := range waiting {
+				if _, ok := queue.Seq(taskstate.Ref{ID: id}, jid); ok {
+					t.Fatalf("job %s waits for the parked task", jid)
 				}
 			}
 		}

@@ -3,13 +3,10 @@ package frontend_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/hibiken/asynq"
 
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/queue"
@@ -178,17 +175,12 @@ func TestBillingRefusalLeavesNoJob(t *testing.T) {
 	b := redistest.Mini(t)
 	e := newEnv(t, b, func(c *frontend.Config) { c.Billing, c.Enqueuer = true, nil })
 	e.publish(pricedTool())
-	insp := asynq.NewInspectorFromRedisClient(b.Client)
-	aq := queue.Keys{Prefix: b.Prefix}.Queue("mcpq")
+	jobs := queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix})
 	pending := func() []string {
 		t.Helper()
-		list, err := insp.ListPendingTasks(aq)
-		if err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
+		ids, err := jobs.Pending(context.Background(), "mcpq") // asynq's list and the principals' (fair queues)
+		if err != nil {
 			t.Fatal(err)
-		}
-		var ids []string
-		for _, ti := range list {
-			ids = append(ids, ti.ID)
 		}
 		return ids
 	}

@@ -93,20 +93,23 @@ type Config struct {
 	// TakeoverInterval is how often the worker looks for lost deliveries
 	// and overdue cancels (default 1s; any number of workers may look).
 	TakeoverInterval time.Duration
-	// MaxRunningPerPrincipal is each principal's share of a queue: the
-	// most of its tasks that run on the queue at once, counted in Redis
-	// across every worker of the deployment, by mcpq queue name; the key
-	// "*" applies to every queue not named. A job over its principal's
-	// share is not run: it goes back to its queue for BusyDelay (a new job
-	// id, as a takeover issues; no retry spent) and runs once the
-	// principal runs fewer. A parked task (input_required) counts for
-	// none, and a killed worker's tasks stop counting after LostAfter.
-	// Keep each share below the queue's concurrency across the fleet so
-	// other principals find free slots. Empty (the default): no share.
-	// Every worker of a deployment needs the same.
+	// MaxRunningPerPrincipal is a hard cap on each principal's tasks
+	// running on a queue at once, counted across every worker of the
+	// deployment, by mcpq queue name; the key "*" applies to every queue
+	// not named. Without it a queue is already fair: a free slot goes to
+	// the waiting principal with the fewest running (internal/queue
+	// fair.go). The dequeue passes over a principal at its cap, so its
+	// jobs wait in line without polling and the next runs when one of its
+	// tasks on the queue ends. The claim checks the cap too, atomically; a
+	// job it refuses (the two counts a moment apart) goes back to its
+	// queue for BusyDelay (a new job id, as a takeover issues; no retry
+	// spent). A parked task (input_required) counts for none, and a killed
+	// worker's tasks stop counting after LostAfter. Empty (the default):
+	// no cap. Every worker of a deployment needs the same.
 	MaxRunningPerPrincipal map[string]int
-	// BusyDelay is how long a job over its principal's share, or handed
-	// back for a tool this worker does not serve (handback.go), waits
+	// BusyDelay is how long a job refused at claim over its principal's
+	// cap, or handed back for a tool this worker does not serve
+	// (handback.go), waits
 	// before it is delivered again (default 1s; also how often, at most
 	// every 5s, the worker moves due delayed jobs and retries to their
 	// queue).
@@ -396,7 +399,9 @@ func (w *Worker) serveConfig(hub *events.Hub, named map[string]int) queue.ServeC
 		// Jobs over a share or handed back come back after BusyDelay, not up to 5 s later.
 		DelayedCheck:    min(w.cfg.BusyDelay, 5*time.Second),
 		ShutdownTimeout: w.cfg.ShutdownTimeout, Logger: w.log,
-		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc}
+		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc,
+		// A principal at its hard cap is passed over at dequeue: it waits without polling.
+		Caps: w.cfg.MaxRunningPerPrincipal}
 }
 
 // publish writes the definitions of the entries this worker serves and

@@ -23,7 +23,7 @@ func queueFlags(fs *flag.FlagSet, cfg *worker.Config) {
 		`put tools on queues by name, like render_gif=gpu,*=cpu (* for every entry that names no queue); every worker of a deployment needs the same (env MCPQ_TOOL_QUEUES)`,
 		func(v string) (err error) { cfg.ToolQueues, err = parseToolQueues(v); return err })
 	envFunc(fs, "max-running-per-principal", "MCPQ_MAX_RUNNING_PER_PRINCIPAL",
-		`each principal's share of a queue: the most of its tasks running on it at once across all workers, like 4 (every queue) or gpu=1,*=4; a job over it waits --busy-delay and is tried again (env MCPQ_MAX_RUNNING_PER_PRINCIPAL; default: no share; every worker needs the same)`,
+		`a hard cap on each principal's tasks running on a queue at once across all workers, like 4 (every queue) or gpu=1,*=4; a job over it waits in line without polling and runs when one of the principal's tasks there ends; without it a queue is still fair, a free slot going to the waiting principal with the fewest running (env MCPQ_MAX_RUNNING_PER_PRINCIPAL; default: no cap; every worker needs the same)`,
 		func(v string) (err error) { cfg.MaxRunningPerPrincipal, err = parseShares(v); return err })
 	fs.DurationVar(&cfg.BusyDelay, "busy-delay", envDuration("MCPQ_BUSY_DELAY", time.Second),
 		"how long a job over its principal's share waits before it is tried again (env MCPQ_BUSY_DELAY)")

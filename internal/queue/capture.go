@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -103,9 +102,6 @@ type captureKey struct{}
 type captureClient struct {
 	redis.UniversalClient
 	keys Keys
-	// sources maps a script's SHA-1 to its source, learnt from the EVAL
-	// that follows a NOSCRIPT, so a create can resend it after a SCRIPT FLUSH.
-	sources sync.Map
 }
 
 // newCaptureClient wraps next, which reaches rdb. It adds a hook to rdb
@@ -187,17 +183,12 @@ func (c *captureClient) EvalSha(ctx context.Context, sha string, keys []string, 
 		cmd.SetErr(unknownScript(sha))
 		return cmd
 	}
-	src, ok := c.sources.Load(sha)
-	if !ok {
-		cmd.SetErr(redis.ErrNoScript) // redis.Script.Run falls back to EVAL, which carries the source
-		return cmd
-	}
-	c.record(j, sha, src.(string), keys, args)
+	c.record(j, keys, args)
 	cmd.SetVal(int64(1)) // asynq's enqueue script: 1 is "enqueued"; Create reports the real answer
 	return cmd
 }
 
-// Eval records the call under a capture context and learns the source.
+// Eval records the call under a capture context.
 func (c *captureClient) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
 	j := capturing(ctx)
 	if j == nil {
@@ -210,15 +201,15 @@ func (c *captureClient) Eval(ctx context.Context, src string, keys []string, arg
 		cmd.SetErr(unknownScript(sha))
 		return cmd
 	}
-	c.sources.Store(sha, src)
-	c.record(j, sha, src, keys, args)
+	c.record(j, keys, args)
 	cmd.SetVal(int64(1))
 	return cmd
 }
 
-// record fills j with the call, and the wake channel of its queue.
-func (c *captureClient) record(j *capturedJob, sha, src string, keys []string, args []any) {
-	*j = capturedJob{sha: sha, src: src, keys: keys, args: args, captured: true}
+// record fills j with the call, as fair_enqueue.lua (fair.go: same keys,
+// arguments and answer), and the wake channel of its queue.
+func (c *captureClient) record(j *capturedJob, keys []string, args []any) {
+	*j = capturedJob{sha: fairEnqueue.Hash(), src: fairEnqueueSrc, keys: keys, args: args, captured: true}
 	j.wake, _ = wakeChannel(c.keys, keys)
 }
 

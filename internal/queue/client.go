@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -93,7 +95,17 @@ func (c *Client) Capture(ctx context.Context, j Job) (taskstate.Job, error) {
 // whose record was refused. A job not there (never queued, or taken by a
 // worker, which finds no record and drops it) is no error.
 func (c *Client) Drop(j Job) error {
-	err := c.insp.DeleteTask(c.keys.Queue(j.Queue), ID(j.Ref, j.Seq))
+	q, id := c.keys.Queue(j.Queue), ID(j.Ref, j.Seq)
+	// A job waiting in its principal's list (fair.go) is not in asynq's
+	// pending list, where asynq's inspector looks.
+	n, err := fairDrop.Run(context.Background(), c.rdb, []string{"asynq:{" + q + "}:t:" + id, "asynq:{" + q + "}:pending"}, id).Int64()
+	if err != nil {
+		return fmt.Errorf("queue: drop waiting job %s: %w", id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	err = c.insp.DeleteTask(q, id)
 	if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
 		return nil
 	}
@@ -121,7 +133,8 @@ func (c *Client) Revive(ctx context.Context, j Job) (bool, error) {
 }
 
 // Depth is what one queue holds: its jobs by state, and the age of its
-// oldest pending job (0 when none waits).
+// oldest pending job (0 when none waits). Pending counts the jobs waiting
+// by principal (fair.go) too; Latency is asynq's, of its pending list.
 type Depth struct {
 	Pending, Active, Scheduled, Retry, Archived int
 	Latency                                     time.Duration
@@ -149,6 +162,36 @@ func (c *Client) Depth(queue string) (Depth, error) {
 	if err != nil {
 		return Depth{}, err
 	}
-	return Depth{Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled, Retry: info.Retry,
+	waiting, err := c.rdb.Get(context.Background(), waitingKey(c.keys.Queue(queue))).Int()
+	if err != nil && err != redis.Nil {
+		return Depth{}, fmt.Errorf("queue: read waiting jobs of %s: %w", queue, err)
+	}
+	return Depth{Pending: info.Pending + max(waiting, 0), Active: info.Active, Scheduled: info.Scheduled, Retry: info.Retry,
 		Archived: info.Archived, Latency: info.Latency}, nil
+}
+
+// Pending lists the ids of the jobs of queue (an mcpq queue name) that
+// wait to run: those in asynq's pending list, then those waiting by
+// principal (fair.go), each principal's oldest first. For tests and
+// tools: it reads every waiting list.
+func (c *Client) Pending(ctx context.Context, queue string) ([]string, error) {
+	aq := c.keys.Queue(queue)
+	ids, err := c.rdb.LRange(ctx, "asynq:{"+aq+"}:pending", 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: pending jobs of %s: %w", queue, err)
+	}
+	slices.Reverse(ids) // asynq pushes left and pops right
+	owners, err := c.rdb.ZRange(ctx, "asynq:{"+aq+"}:mcpq:waiters", 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: waiting principals of %s: %w", queue, err)
+	}
+	for _, o := range owners {
+		w, err := c.rdb.LRange(ctx, "asynq:{"+aq+"}:mcpq:w:"+o, 0, -1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: waiting jobs of %s: %w", queue, err)
+		}
+		slices.Reverse(w)
+		ids = append(ids, w...)
+	}
+	return ids, nil
 }

@@ -75,8 +75,10 @@ func pollTiming(interval time.Duration) (hold, asynqInterval time.Duration) {
 // queues, and the sweep its processor is in.
 type waiter struct {
 	hold time.Duration
-	// index numbers the server's asynq queues.
+	// index numbers the server's asynq queues; caps holds, by index, the
+	// most jobs of one principal that run on each at once (0: no cap).
 	index map[string]int
+	caps  []int
 	// onHold counts servers waiting for a wake-up, delivered the jobs a
 	// wake-up delivered (metrics).
 	onHold    func(delta float64)
@@ -102,8 +104,8 @@ type dequeueCall struct {
 	args []any
 }
 
-func newWaiter(hold time.Duration, queues []string, onHold func(float64), delivered func()) *waiter {
-	wt := &waiter{hold: hold, index: make(map[string]int, len(queues)), onHold: onHold, delivered: delivered,
+func newWaiter(hold time.Duration, queues []string, caps []int, onHold func(float64), delivered func()) *waiter {
+	wt := &waiter{hold: hold, index: make(map[string]int, len(queues)), caps: caps, onHold: onHold, delivered: delivered,
 		woken: make([]bool, len(queues)), signal: make(chan struct{}, 1), stop: make(chan struct{}),
 		empty: make([]bool, len(queues)), calls: make([]dequeueCall, len(queues))}
 	for i, q := range queues {
@@ -167,13 +169,11 @@ func (wt *waiter) resetSweep() {
 }
 
 // wakeClient is the Redis client of one asynq server: rdb, with the
-// server's dequeue calls held while its queues are empty.
+// server's dequeue calls run as fair_dequeue.lua (fair.go) and held while
+// its queues are empty.
 type wakeClient struct {
 	redis.UniversalClient
 	w *waiter
-	// src is the dequeue script's source, once an Eval sent it; like the
-	// sweep, touched only by the server's processor goroutine.
-	src string
 }
 
 // EvalSha runs a script call, holding a dequeue call that ends an empty sweep.
@@ -185,18 +185,30 @@ func (c *wakeClient) EvalSha(ctx context.Context, sha string, keys []string, arg
 }
 
 // Eval runs a script call as EvalSha does (go-redis sends the source after
-// a NOSCRIPT: the first dequeue after a start or a Redis restart).
+// a NOSCRIPT).
 func (c *wakeClient) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
 	sum := sha1.Sum([]byte(src))
 	if hex.EncodeToString(sum[:]) != asynqDequeueSHA {
 		return c.UniversalClient.Eval(ctx, src, keys, args...)
 	}
-	c.src = src
 	return c.dequeue(ctx, keys, args, func() *redis.Cmd { return c.UniversalClient.Eval(ctx, src, keys, args...) })
 }
 
-// dequeue runs one dequeue call of asynq's sweep (send), and after the
-// last queue of a sweep in which all came back empty, holds it.
+// fair runs fair_dequeue.lua for queue i with the keys and arguments of
+// asynq's dequeue call, sending its source after a NOSCRIPT (the first
+// call after a start or a Redis restart, a SCRIPT FLUSH).
+func (c *wakeClient) fair(ctx context.Context, i int, keys []string, args []any) *redis.Cmd {
+	argv := fairDequeueArgs(args, time.Now(), c.w.caps[i])
+	cmd := c.UniversalClient.EvalSha(ctx, fairDequeue.Hash(), keys, argv...)
+	if isNoScript(cmd.Err()) {
+		cmd = c.UniversalClient.Eval(ctx, fairDequeueSrc, keys, argv...)
+	}
+	return cmd
+}
+
+// dequeue runs one dequeue call of asynq's sweep, as fair_dequeue.lua, and
+// after the last queue of a sweep in which all came back empty, holds it.
+// A call of another shape goes out unchanged (asynq's, by send).
 func (c *wakeClient) dequeue(ctx context.Context, keys []string, args []any, send func() *redis.Cmd) *redis.Cmd {
 	wt := c.w
 	i, ok := -1, len(keys) == 4 && len(args) == 2
@@ -208,7 +220,7 @@ func (c *wakeClient) dequeue(ctx context.Context, keys []string, args []any, sen
 		return send()
 	}
 	stopped := wt.sent(i)
-	cmd := send()
+	cmd := c.fair(ctx, i, keys, args)
 	if cmd.Err() == redis.Nil && stopped {
 		cmd.SetErr(errReleased)
 	}
@@ -252,11 +264,7 @@ func (c *wakeClient) hold(ctx context.Context) (res any, err error) {
 		for i := wt.next(); i >= 0; i = wt.next() {
 			call := wt.calls[i]
 			args := []any{time.Now().Add(asynqLease).Unix(), call.args[1]} // the lease from now
-			cmd := c.UniversalClient.EvalSha(ctx, asynqDequeueSHA, call.keys, args...)
-			if c.src != "" && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-				cmd = c.UniversalClient.Eval(ctx, c.src, call.keys, args...)
-			}
-			if cmd.Err() == nil {
+			if cmd := c.fair(ctx, i, call.keys, args); cmd.Err() == nil {
 				wt.delivered()
 				return cmd.Val(), nil
 			}

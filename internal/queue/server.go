@@ -29,6 +29,11 @@ type ServeConfig struct {
 	// Groups are the servers, one per group: asynq has one concurrency
 	// per server, so a group's burst never takes another group's slots.
 	Groups []Group
+	// Caps is, by mcpq queue name ("*": every queue not named), the most
+	// jobs of one principal that a dequeue lets run on the queue at once
+	// (fair.go); a principal at it is passed over while it waits. Empty
+	// or 0: no cap, every free slot may go to any waiting principal.
+	Caps map[string]int
 	// TaskCheckInterval bounds the pickup of a job whose wake-up was lost
 	// to 1.5 × TaskCheckInterval, as polling alone would (pollTiming).
 	TaskCheckInterval time.Duration
@@ -45,6 +50,14 @@ type ServeConfig struct {
 	// each job a wake-up delivered. Either may be nil.
 	Holding func(delta float64)
 	Woken   func()
+}
+
+// cap is Caps's entry for mcpq queue q.
+func (cfg ServeConfig) cap(q string) int {
+	if n, ok := cfg.Caps[q]; ok {
+		return max(n, 0)
+	}
+	return max(cfg.Caps["*"], 0)
 }
 
 // Group is one asynq server: the mcpq queues it serves and how many of
@@ -87,11 +100,13 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	for _, g := range cfg.Groups {
 		qs := make(map[string]int, len(g.Queues))
 		names := make([]string, 0, len(g.Queues))
+		caps := make([]int, 0, len(g.Queues))
 		for _, q := range g.Queues {
 			qs[cfg.Keys.Queue(q)] = 1
 			names = append(names, cfg.Keys.Queue(q))
+			caps = append(caps, cfg.cap(q))
 		}
-		wt := newWaiter(hold, names, holding, woken)
+		wt := newWaiter(hold, names, caps, holding, woken)
 		s.waiters = append(s.waiters, wt)
 		s.srvs = append(s.srvs, asynq.NewServerFromRedisClient(&wakeClient{UniversalClient: cfg.Redis, w: wt}, asynq.Config{
 			Concurrency:              g.Concurrency,

@@ -25,13 +25,15 @@ func newWakingClient(rdb redis.UniversalClient, keys Keys) *wakingClient {
 	return &wakingClient{UniversalClient: rdb, keys: keys}
 }
 
-// EvalSha runs the call; asynq's enqueue script with a wake-up.
+// EvalSha runs the call; asynq's enqueue script as fair_enqueue.lua
+// (fair.go), with a wake-up.
 func (c *wakingClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	ch, ok := c.wakes(sha, keys)
 	if !ok {
 		return c.UniversalClient.EvalSha(ctx, sha, keys, args...)
 	}
-	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.EvalSha(ctx, sha, keys, args...) })
+	fair := fairEnqueue.Hash()
+	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.EvalSha(ctx, fair, keys, args...) })
 }
 
 // Eval runs the call as EvalSha does (go-redis sends the source after a
@@ -42,7 +44,7 @@ func (c *wakingClient) Eval(ctx context.Context, src string, keys []string, args
 	if !ok {
 		return c.UniversalClient.Eval(ctx, src, keys, args...)
 	}
-	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.Eval(ctx, src, keys, args...) })
+	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.Eval(ctx, fairEnqueueSrc, keys, args...) })
 }
 
 // wakes is the wake channel of an enqueue script call's queue.
