@@ -159,9 +159,10 @@ func (s *Server) withdraw(keep map[string]bool) {
 	}
 }
 
-// Serve runs a Server for each spec on w until ctx ends, and returns a
-// function that waits for them to stop. An invalid spec is an error
-// before anything starts.
+// Serve lists each spec's tools into w once (so they are there when the
+// worker's Run starts: it serves the queues of the tools it has then),
+// runs a Server for each until ctx ends, and returns a function that waits
+// for them to stop. An invalid spec is an error before anything starts.
 func Serve(ctx context.Context, w Registry, specs []Spec) (wait func(), err error) {
 	servers := make([]*Server, 0, len(specs))
 	for _, sp := range specs {
@@ -171,6 +172,17 @@ func Serve(ctx context.Context, w Registry, specs []Spec) (wait func(), err erro
 		}
 		servers = append(servers, s)
 	}
+	// A first listing before returning, at once for every server: the
+	// worker serves the queues of the tools it has when its Run starts.
+	var first sync.WaitGroup
+	for _, s := range servers {
+		first.Go(func() {
+			if _, err := s.refresh(ctx); err != nil {
+				s.log.Warn("upstream unavailable at start; retrying with backoff", "err", err)
+			}
+		})
+	}
+	first.Wait()
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		wg.Go(func() { s.Run(ctx) })
