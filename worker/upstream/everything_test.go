@@ -3,12 +3,16 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpq/mcpq/mcpqtest"
 	"github.com/mcpq/mcpq/proto"
@@ -107,4 +111,44 @@ func TestEverythingServerOverStdio(t *testing.T) {
 			t.Errorf("through mcpq:\n%s\ndirect:\n%s", mustJSON(got), mustJSON(want))
 		}
 	})
+}
+
+func TestEverythingServerOverStreamableHTTP(t *testing.T) {
+	stdio := everything(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(stdio.Command[0], stdio.Command[1], "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the everything server never listened on %s", addr)
+		}
+	}
+	spec := Spec{Name: "everything-http", URL: "http://" + addr + "/mcp", Tools: []string{"echo", "trigger-long-running-operation", "get-structured-content"}}
+	_, reg, env := serve(t, spec)
+	if len(reg.list()) != 3 {
+		t.Fatalf("served %d tools, want 3", len(reg.list()))
+	}
+	res := env.Call(t, "get-structured-content", map[string]any{"location": "Chicago"}).Result(t)
+	if len(res.StructuredContent) == 0 || res.IsError {
+		t.Errorf("get-structured-content: %+v", res)
+	}
+	run := env.Call(t, "trigger-long-running-operation", map[string]any{"duration": 1, "steps": 2})
+	run.WaitFor(t, "upstream progress", func(st mcpqtest.State) bool { return strings.HasSuffix(st.StatusMessage, " of 2") })
+	if r := run.Result(t); r.IsError || !strings.Contains(r.Content[0].Text, "completed") {
+		t.Errorf("long-running: %+v", r)
+	}
 }
