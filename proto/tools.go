@@ -16,6 +16,8 @@ type Tool struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	// Annotations are optional behaviour hints.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// Icons are optional icons for clients to show.
+	Icons json.RawMessage `json:"icons,omitempty"`
 }
 
 // ListToolsParams are the params of tools/list.

