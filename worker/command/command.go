@@ -44,6 +44,10 @@ type Spec struct {
 	// InputSchema is the JSON Schema of the arguments (default: any
 	// object). Front ends validate calls against it.
 	InputSchema json.RawMessage
+	// OutputSchema is the JSON Schema of the structured result (an
+	// object) the program writes to $MCPQ_STRUCTURED; with one declared,
+	// every successful run must write a result that matches it.
+	OutputSchema json.RawMessage
 	// Command is the argv template: Command[0] is the program (looked up
 	// on PATH unless it holds a slash; a relative path is relative to
 	// Dir). An item that is exactly "{name}" is replaced by argument
@@ -95,9 +99,13 @@ func New(spec Spec) (worker.Tool, error) {
 		spec.Logger = slog.Default()
 	}
 	spec.Command = append([]string(nil), spec.Command...)
-	r := &runner{spec: spec}
+	out, err := compileOutputSchema(spec.OutputSchema)
+	if err != nil {
+		return worker.Tool{}, fmt.Errorf("command tool %q: field outputSchema: %w", spec.Name, err)
+	}
+	r := &runner{spec: spec, out: out}
 	return worker.Tool{Name: spec.Name, Title: spec.Title, Description: spec.Description,
-		InputSchema: spec.InputSchema, Policy: spec.Policy, TTL: spec.TTL, PollInterval: spec.PollInterval,
+		InputSchema: spec.InputSchema, OutputSchema: spec.OutputSchema, Policy: spec.Policy, TTL: spec.TTL, PollInterval: spec.PollInterval,
 		Queue: spec.Queue, Price: spec.Price, Handler: r.handle}, nil
 }
 
@@ -109,6 +117,9 @@ func (s *Spec) check() error {
 	props, err := schemaProperties(s.InputSchema)
 	if err != nil {
 		return fmt.Errorf("field inputSchema: %w", err)
+	}
+	if _, err := compileOutputSchema(s.OutputSchema); err != nil {
+		return fmt.Errorf("field outputSchema: %w", err)
 	}
 	if err := checkTemplate(s.Command, props); err != nil {
 		return fmt.Errorf("field command: %w", err)

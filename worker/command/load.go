@@ -19,7 +19,7 @@ import (
 )
 
 // fileKeys are the keys of one tool in a tools file.
-var fileKeys = []string{"name", "title", "description", "inputSchema", "command", "dir", "env",
+var fileKeys = []string{"name", "title", "description", "inputSchema", "outputSchema", "command", "dir", "env",
 	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price"}
 
 // Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
@@ -173,16 +173,21 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 			s.Env[v.Content[i].Value] = val
 		}
 	}
-	if v := fields["inputSchema"]; v != nil {
-		var schema any
-		if err := v.Decode(&schema); err != nil {
-			return s, fmt.Errorf("field inputSchema: %w", err)
+	for _, f := range []struct {
+		key string
+		to  *json.RawMessage
+	}{{"inputSchema", &s.InputSchema}, {"outputSchema", &s.OutputSchema}} {
+		if v := fields[f.key]; v != nil {
+			var schema any
+			if err := v.Decode(&schema); err != nil {
+				return s, fmt.Errorf("field %s: %w", f.key, err)
+			}
+			b, err := json.Marshal(schema)
+			if err != nil {
+				return s, fmt.Errorf("field %s: line %d: not JSON-compatible: %v", f.key, v.Line, err)
+			}
+			*f.to = b
 		}
-		b, err := json.Marshal(schema)
-		if err != nil {
-			return s, fmt.Errorf("field inputSchema: line %d: not JSON-compatible: %v", v.Line, err)
-		}
-		s.InputSchema = b
 	}
 	if v := fields["price"]; v != nil {
 		var raw any

@@ -40,10 +40,13 @@ const (
 const stderrTail = 4 << 10
 
 // runner runs one spec's program for each call.
-type runner struct{ spec Spec }
+type runner struct {
+	spec Spec
+	out  outputSchema
+}
 
 // runDir is the private folder of one run.
-type runDir struct{ root, args, checkpoint, out, input, stdout, stderr string }
+type runDir struct{ root, args, checkpoint, out, input, stdout, stderr, structured string }
 
 func newRunDir(name string) (runDir, error) {
 	root, err := os.MkdirTemp("", "mcpq-"+name+"-")
@@ -52,7 +55,8 @@ func newRunDir(name string) (runDir, error) {
 	}
 	d := runDir{root: root, args: filepath.Join(root, "args.json"), checkpoint: filepath.Join(root, "checkpoint.json"),
 		out: filepath.Join(root, "out"), input: filepath.Join(root, "input"),
-		stdout: filepath.Join(root, "stdout"), stderr: filepath.Join(root, "stderr")}
+		stdout: filepath.Join(root, "stdout"), stderr: filepath.Join(root, "stderr"),
+		structured: filepath.Join(root, "structured.json")}
 	for _, sub := range []string{d.out, d.input} {
 		if err := os.Mkdir(sub, 0o700); err != nil {
 			os.RemoveAll(root)
@@ -186,7 +190,14 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 		}
 		return nil, fmt.Errorf("%s: %w%s", name, werr, tail(d.stderr))
 	}
-	return collect(name, d)
+	res, err := collect(name, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.out.addStructured(res, d.structured); err != nil {
+		return worker.ErrorResult(fmt.Sprintf("%s: %v", name, err)), nil
+	}
+	return res, nil
 }
 
 // stop sends SIGTERM to the program's group and waits for the program for
@@ -219,7 +230,7 @@ func (r *runner) environ(c *worker.Call, d runDir) []string {
 		env = append(env, k+"="+v)
 	}
 	return append(env, envArgs+"="+d.args, envOutput+"="+d.out, envCheckpoint+"="+d.checkpoint,
-		envInput+"="+d.input, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
+		envInput+"="+d.input, envStructured+"="+d.structured, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
 }
 
 // readProtocol applies the program's protocol lines until the descriptor
