@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -56,6 +57,11 @@ type Spec struct {
 	Command []string
 	// Dir is the program's working directory (default: the worker's).
 	Dir string
+	// Scratch is a folder (shared by the queue's workers, for a takeover
+	// to find it) under which each task gets $MCPQ_SCRATCH, a folder kept
+	// across the task's deliveries and removed when the task ends (a
+	// result, a tool error, a cancel); "" gives none.
+	Scratch string
 	// Env is added to the program's environment (see Environ).
 	Env map[string]string
 	// Timeout bounds one run of the program (0: only the task's TTL does).
@@ -132,6 +138,9 @@ func (s *Spec) check() error {
 		if !fi.IsDir() {
 			return fmt.Errorf("field dir: %s is not a directory", s.Dir)
 		}
+	}
+	if s.Scratch != "" && !filepath.IsAbs(s.Scratch) {
+		return fmt.Errorf("field scratch: %s is not an absolute path", s.Scratch)
 	}
 	for k, v := range s.Env {
 		switch {

@@ -19,7 +19,7 @@ import (
 )
 
 // fileKeys are the keys of one tool in a tools file.
-var fileKeys = []string{"name", "title", "description", "inputSchema", "outputSchema", "command", "dir", "env",
+var fileKeys = []string{"name", "title", "description", "inputSchema", "outputSchema", "command", "dir", "scratch", "env",
 	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price"}
 
 // Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
@@ -134,7 +134,7 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 	for _, f := range []struct {
 		key string
 		to  *string
-	}{{"title", &s.Title}, {"description", &s.Description}, {"dir", &s.Dir}, {"queue", &s.Queue}} {
+	}{{"title", &s.Title}, {"description", &s.Description}, {"dir", &s.Dir}, {"scratch", &s.Scratch}, {"queue", &s.Queue}} {
 		if v := fields[f.key]; v != nil {
 			if err := scalar(v, f.to); err != nil {
 				return s, fmt.Errorf("field %s: %w", f.key, err)
@@ -217,6 +217,9 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 				return s, fmt.Errorf("field %s: %w", f.key, err)
 			}
 		}
+	}
+	if s.Scratch != "" && !filepath.IsAbs(s.Scratch) {
+		s.Scratch = filepath.Join(dir, s.Scratch)
 	}
 	switch {
 	case s.Dir == "":

@@ -46,7 +46,10 @@ type runner struct {
 }
 
 // runDir is the private folder of one run.
-type runDir struct{ root, args, checkpoint, out, input, stdout, stderr, structured string }
+type runDir struct {
+	root, args, checkpoint, out, input, stdout, stderr, structured, stop string
+	scratch                                                              string // the task's, kept across runs ("": none)
+}
 
 func newRunDir(name string) (runDir, error) {
 	root, err := os.MkdirTemp("", "mcpq-"+name+"-")
@@ -56,7 +59,7 @@ func newRunDir(name string) (runDir, error) {
 	d := runDir{root: root, args: filepath.Join(root, "args.json"), checkpoint: filepath.Join(root, "checkpoint.json"),
 		out: filepath.Join(root, "out"), input: filepath.Join(root, "input"),
 		stdout: filepath.Join(root, "stdout"), stderr: filepath.Join(root, "stderr"),
-		structured: filepath.Join(root, "structured.json")}
+		structured: filepath.Join(root, "structured.json"), stop: filepath.Join(root, "stop")}
 	for _, sub := range []string{d.out, d.input} {
 		if err := os.Mkdir(sub, 0o700); err != nil {
 			os.RemoveAll(root)
@@ -85,6 +88,9 @@ func (r *runner) handle(ctx context.Context, c *worker.Call) (*proto.CallToolRes
 		return nil, fmt.Errorf("%s: cannot make the run's folder: %w", r.spec.Name, err)
 	}
 	defer os.RemoveAll(d.root)
+	if d.scratch, err = scratchFor(r.spec.Scratch, c.TaskID); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.spec.Name, err)
+	}
 	if err := os.WriteFile(d.args, raw, 0o600); err != nil {
 		return nil, fmt.Errorf("%s: cannot write the arguments: %w", r.spec.Name, err)
 	}
@@ -102,6 +108,11 @@ func (r *runner) handle(ctx context.Context, c *worker.Call) (*proto.CallToolRes
 		res, rerr = r.run(ctx, c, argv, d)
 		return rerr
 	})
+	if d.scratch != "" && !keepScratch(ctx, err) {
+		if rerr := os.RemoveAll(d.scratch); rerr != nil {
+			r.spec.Logger.Warn("command tool: scratch folder not removed", "tool", r.spec.Name, "task", c.TaskID, "err", rerr)
+		}
+	}
 	return res, err
 }
 
@@ -157,6 +168,7 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 	case <-exited:
 	case <-pctx.Done():
 		timedOut = ctx.Err() == nil && rctx.Err() != nil
+		writeStop(d.stop, stopReason(ctx, rctx))
 		r.stop(pid, exited)
 	}
 	signalGroup(pid, syscall.SIGKILL) // whatever is left of the group
@@ -229,8 +241,11 @@ func (r *runner) environ(c *worker.Call, d runDir) []string {
 	for k, v := range r.spec.Env {
 		env = append(env, k+"="+v)
 	}
+	if d.scratch != "" {
+		env = append(env, envScratch+"="+d.scratch)
+	}
 	return append(env, envArgs+"="+d.args, envOutput+"="+d.out, envCheckpoint+"="+d.checkpoint,
-		envInput+"="+d.input, envStructured+"="+d.structured, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
+		envInput+"="+d.input, envStructured+"="+d.structured, envStop+"="+d.stop, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
 }
 
 // readProtocol applies the program's protocol lines until the descriptor
