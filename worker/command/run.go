@@ -304,6 +304,11 @@ func (r *runner) apply(ctx context.Context, c *worker.Call, line []byte, d runDi
 		}
 	case m.Checkpoint != nil:
 		err = c.SaveCheckpoint(ctx, m.Checkpoint)
+		var big *worker.CheckpointTooLargeError
+		if errors.As(err, &big) {
+			end(&endedBy{fmt.Errorf("%s: %w", r.spec.Name, err)})
+			return
+		}
 	case m.Usage > 0:
 		err = c.Meter(ctx, m.Usage)
 	case m.Input != nil:

@@ -48,3 +48,14 @@ func TestStructuredContent(t *testing.T) {
 		t.Errorf("array outputSchema: %v", err)
 	}
 }
+
+// TestCheckpointOverTheLimit: a checkpoint line over
+// worker.MaxCheckpointBytes ends the run with an error saying so, rather
+// than being cut or dropped in silence.
+func TestCheckpointOverTheLimit(t *testing.T) {
+	script := `python3 -c 'import json,sys; print(json.dumps({"checkpoint": {"data": "x" * (2 << 20)}}))' >&3; sleep 300`
+	res := mcpqtest.New(t, mustNew(t, sh("bigcp", script))).Call(t, "bigcp", map[string]any{}).Result(t)
+	if !res.IsError || !strings.Contains(res.Content[0].Text, "over the 1048576-byte limit (worker.MaxCheckpointBytes)") {
+		t.Fatalf("result %+v", res)
+	}
+}
