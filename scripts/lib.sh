@@ -27,6 +27,10 @@ need_redis_server() { need_deb redis-server redis-server --no-install-recommends
 # command-tool examples in examples/commands are Python, standard library only).
 need_python3() { need_deb python3 python3 --no-install-recommends; }
 
+# need_media: Debian's ffmpeg (ffmpeg and ffprobe) for examples/media's
+# transcode_video and its tests.
+need_media() { need_deb ffprobe ffmpeg --no-install-recommends; }
+
 # need_chromium: install Debian's chromium (the dashboard's browser test,
 # e2e/dashboard_test.go, drives it headless) when it is missing.
 need_chromium() { need_deb chromium chromium; }

@@ -218,6 +218,13 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 			}
 		}
 	}
+	if raw := s.Scratch; raw != "" {
+		// The one field read with $VARS expanded: where the shared folder
+		// is mounted differs between fleets.
+		if s.Scratch = os.ExpandEnv(raw); s.Scratch == "" {
+			return s, fmt.Errorf("field scratch: %q expands to nothing (its variables are not set)", raw)
+		}
+	}
 	if s.Scratch != "" && !filepath.IsAbs(s.Scratch) {
 		s.Scratch = filepath.Join(dir, s.Scratch)
 	}
