@@ -140,3 +140,42 @@ func TestTakeoverSkipsFinishedSegments(t *testing.T) {
 		seen[s] = true
 	}
 }
+
+// TestCancelLeavesNothing: a cancel mid-encode ends the task cancelled,
+// with no ffmpeg left running on the clip and no partial file.
+func TestCancelLeavesNothing(t *testing.T) {
+	env, clip, scratch := setup(t, "8")
+	run := env.Call(t, "transcode_video", map[string]any{"input": clip, "height": 180})
+	log := filepath.Join(scratch, run.TaskID(), "encoded.log")
+	run.WaitFor(t, "a finished segment", func(mcpqtest.State) bool {
+		b, _ := os.ReadFile(log)
+		return len(b) > 0
+	})
+	run.Cancel(t)
+	if st := run.End(t); st.Status != proto.StatusCancelled {
+		t.Fatalf("status %s", st.Status)
+	}
+	if procs := running(t, clip); len(procs) > 0 {
+		t.Errorf("still running on the clip after the cancel: %v", procs)
+	}
+	if _, err := os.Stat(filepath.Join(scratch, run.TaskID())); !os.IsNotExist(err) {
+		t.Errorf("scratch folder (segments, partial file) left after the cancel: %v", err)
+	}
+}
+
+// running lists the command lines of processes whose arguments name path.
+func running(t *testing.T, path string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range dirs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), path) {
+			out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
