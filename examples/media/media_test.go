@@ -3,6 +3,7 @@ package media_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,12 +32,14 @@ func need(t *testing.T, progs ...string) {
 // setup loads tools.yaml with a scratch folder and short segments, and
 // makes a 640x360 clip of secs seconds with ffmpeg's test source.
 func setup(t *testing.T, secs string) (*mcpqtest.Env, string, string) {
+	t.Helper()
 	need(t, "ffmpeg", "ffprobe", "python3")
 	dir := t.TempDir()
 	scratch := filepath.Join(dir, "scratch")
 	t.Setenv("MEDIA_SCRATCH", scratch)
 	t.Setenv("MEDIA_SEGMENT_SECONDS", "2")
 	t.Setenv("MEDIA_X264_PRESET", "ultrafast")
+	t.Setenv("MEDIA_AUDIT_LOG", filepath.Join(dir, "encoded.log"))
 	clip := filepath.Join(dir, "clip.mp4")
 	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=640x360:rate=25:duration="+secs,
 		"-c:v", "libx264", "-preset", "ultrafast", clip).CombinedOutput(); err != nil {
@@ -116,19 +119,11 @@ func TestTranscode(t *testing.T) {
 func TestTakeoverSkipsFinishedSegments(t *testing.T) {
 	env, clip, scratch := setup(t, "8")
 	run := env.Call(t, "transcode_video", map[string]any{"input": clip, "height": 180, "thumbnails": 1})
-	log := filepath.Join(scratch, run.TaskID(), "encoded.log")
-	run.WaitFor(t, "a finished segment", func(mcpqtest.State) bool {
-		b, _ := os.ReadFile(log)
-		return len(b) > 0
-	})
+	run.WaitFor(t, "a finished segment", segmentDone)
 	run.Redeliver(t)
-	var encodes []string
-	run.WaitFor(t, "every segment encoded", func(mcpqtest.State) bool {
-		b, _ := os.ReadFile(log)
-		encodes = strings.Fields(string(b))
-		return len(encodes) >= 4
-	})
 	res := finish(t, run)
+	b, _ := os.ReadFile(os.Getenv("MEDIA_AUDIT_LOG"))
+	encodes := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if res.IsError || len(run.Deliveries()) != 2 {
 		t.Fatalf("deliveries %v, result %+v", run.Deliveries(), res.Content)
 	}
@@ -139,6 +134,9 @@ func TestTakeoverSkipsFinishedSegments(t *testing.T) {
 		}
 		seen[s] = true
 	}
+	if len(seen) != 4 || scratch == "" {
+		t.Errorf("segments encoded: %v, want each of the 4 once", encodes)
+	}
 }
 
 // TestCancelLeavesNothing: a cancel mid-encode ends the task cancelled,
@@ -146,11 +144,7 @@ func TestTakeoverSkipsFinishedSegments(t *testing.T) {
 func TestCancelLeavesNothing(t *testing.T) {
 	env, clip, scratch := setup(t, "8")
 	run := env.Call(t, "transcode_video", map[string]any{"input": clip, "height": 180})
-	log := filepath.Join(scratch, run.TaskID(), "encoded.log")
-	run.WaitFor(t, "a finished segment", func(mcpqtest.State) bool {
-		b, _ := os.ReadFile(log)
-		return len(b) > 0
-	})
+	run.WaitFor(t, "a finished segment", segmentDone)
 	run.Cancel(t)
 	if st := run.End(t); st.Status != proto.StatusCancelled {
 		t.Fatalf("status %s", st.Status)
@@ -161,6 +155,15 @@ func TestCancelLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(scratch, run.TaskID())); !os.IsNotExist(err) {
 		t.Errorf("scratch folder (segments, partial file) left after the cancel: %v", err)
 	}
+}
+
+// segmentDone: a segment is finished and checkpointed (the checkpoint
+// line comes before the next segment's progress, and lines apply in order).
+func segmentDone(st mcpqtest.State) bool {
+	var n, of int
+	_, after, _ := strings.Cut(st.StatusMessage, "(segment ")
+	fmt.Sscanf(after, "%d of %d", &n, &of)
+	return strings.HasPrefix(st.StatusMessage, "Finished segment ") || n >= 2
 }
 
 // running lists the command lines of processes whose arguments name path.

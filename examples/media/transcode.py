@@ -58,7 +58,7 @@ def on_term(signum, frame):
     sys.exit(143)
 
 
-def encode(src, dst, start, length, args, encoder, done_before, total):
+def encode(src, dst, start, length, args, encoder, done_before, total, seg):
     """Encodes [start, start+length) of src to dst, reporting progress."""
     part = dst[:-4] + ".part.mp4"
     cmd = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-ss", "%.3f" % start, "-t", "%.3f" % length,
@@ -78,7 +78,7 @@ def encode(src, dst, start, length, args, encoder, done_before, total):
                 last = time.monotonic()
                 speed = (int(value) / 1e6) / max(time.monotonic() - began, 1e-3)
                 send(progress=round(at, 2), total=round(total, 2),
-                     message="Encoded %s of %s, %.1fx" % (clock(at), clock(total), speed))
+                     message="Encoded %s of %s, %.1fx (segment %d of %d)" % (clock(at), clock(total), speed, seg[0], seg[1]))
     if proc.wait() != 0:
         raise SystemExit("ffmpeg failed on the segment at %.1fs (exit %d)" % (start, proc.returncode))
     os.replace(part, dst)
@@ -115,12 +115,15 @@ def main():
     for i, (t, length) in enumerate(cuts):
         if i in done:
             continue
-        encode(src, os.path.join(scratch, "seg%05d.mp4" % i), t, length, args, encoder, t - start, total)
+        encode(src, os.path.join(scratch, "seg%05d.mp4" % i), t, length, args, encoder, t - start, total,
+               (i + 1, len(cuts)))
         done.append(i)
-        # The encode log is what the tests count: one line per segment encoded.
-        with open(os.path.join(scratch, "encoded.log"), "a") as log:
-            log.write("%d\n" % i)
+        # An audit log of segments encoded, if asked for (the tests count it).
+        if os.environ.get("MEDIA_AUDIT_LOG"):
+            with open(os.environ["MEDIA_AUDIT_LOG"], "a") as log:
+                log.write("%s %d\n" % (os.environ["MCPQ_TASK_ID"], i))
         send(checkpoint={"segments": sorted(done)})
+        send(status="Finished segment %d of %d" % (len(done), len(cuts)))
     send(status="joining %d segments" % len(cuts))
     listing = os.path.join(scratch, "segments.txt")
     with open(listing, "w") as f:
