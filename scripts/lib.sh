@@ -27,6 +27,29 @@ need_redis_server() { need_deb redis-server redis-server --no-install-recommends
 # command-tool examples in examples/commands are Python, standard library only).
 need_python3() { need_deb python3 python3 --no-install-recommends; }
 
+# need_media: Debian's ffmpeg (ffmpeg and ffprobe) for examples/media's
+# transcode_video and its tests.
+# need_media: also Tesseract with its English model and poppler-utils
+# (pdftoppm) for examples/ocr's ocr_pages, and the DejaVu font its tests
+# render pages with.
+need_media() {
+  need_deb ffprobe ffmpeg --no-install-recommends
+  need_deb tesseract tesseract-ocr --no-install-recommends
+  [ -e /usr/share/tesseract-ocr/5/tessdata/eng.traineddata ] || need_deb_pkg tesseract-ocr-eng
+  need_deb pdftoppm poppler-utils --no-install-recommends
+  [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_deb_pkg fonts-dejavu-core
+}
+
+# need_deb_pkg PACKAGE: install Debian's PACKAGE (one with no command to
+# look for: a model, a font).
+need_deb_pkg() {
+  local sudo=""
+  log "installing $1 from Debian"
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$1" >/dev/null
+}
+
 # need_chromium: install Debian's chromium (the dashboard's browser test,
 # e2e/dashboard_test.go, drives it headless) when it is missing.
 need_chromium() { need_deb chromium chromium; }

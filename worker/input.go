@@ -86,6 +86,9 @@ func (c *Call) SaveCheckpoint(ctx context.Context, v any) error {
 	if err != nil {
 		return err
 	}
+	if len(b) > MaxCheckpointBytes {
+		return &CheckpointTooLargeError{Size: len(b)}
+	}
 	if err := c.stateErr(c.store.SaveCheckpoint(ctx, c.ref, c.Attempt, b)); err != nil {
 		return err
 	}

@@ -155,7 +155,34 @@ func workerFlags(fs *flag.FlagSet, cfg *worker.Config, fixtures, tools *string) 
 	fs.IntVar(&cfg.MaxLostDeliveries, "max-lost-deliveries", envInt("MCPQ_MAX_LOST_DELIVERIES", 3), "lost deliveries a task survives; one more ends it failed (env MCPQ_MAX_LOST_DELIVERIES)")
 	fs.StringVar(fixtures, "fixtures", env("MCPQ_FIXTURES", ""), `extra tool packs, comma-separated: "conformance", "chaos" (env MCPQ_FIXTURES)`)
 	queueFlags(fs, cfg) // queues.go
-	fs.StringVar(tools, "tools", env("MCPQ_TOOLS", ""), "a YAML or JSON file of command tools to serve instead of the demo pack (env MCPQ_TOOLS; docs/tools.md)")
+	*tools = env("MCPQ_TOOLS", "")
+	fs.Var(&fileList{v: tools}, "tools", "YAML or JSON files of command tools to serve instead of the demo pack, comma-separated or the flag repeated (env MCPQ_TOOLS; docs/tools.md)")
+}
+
+// fileList is a flag that may be given several times, each a
+// comma-separated list; the values join with commas. The first use
+// replaces the default (from the environment).
+type fileList struct {
+	v   *string
+	set bool
+}
+
+func (f *fileList) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return *f.v
+}
+
+func (f *fileList) Set(s string) error {
+	if !f.set {
+		*f.v, f.set = "", true
+	}
+	if *f.v != "" && s != "" {
+		*f.v += ","
+	}
+	*f.v += s
+	return nil
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -181,7 +208,7 @@ func newWorker(ctx context.Context, cfg worker.Config, fixtures, tools string) (
 	}
 	stopUpstreams = func() {}
 	if tools != "" {
-		cmds, err := command.Load(tools, cfg.Logger)
+		cmds, err := command.LoadFiles(splitList(tools), cfg.Logger)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -19,7 +19,7 @@ const usage = `mcpq: durable MCP tasks on Redis
 Usage:
   mcpq dev       [--addr 127.0.0.1:8080] [--fixtures conformance]   everything in one process, embedded Redis
   mcpq frontend  [--addr :8080]                                      the stateless MCP front end (REDIS_URL)
-  mcpq worker    [--fixtures conformance] [--tools FILE] [--concurrency 10]  a worker running tools (REDIS_URL)
+  mcpq worker    [--fixtures conformance] [--tools FILE[,FILE]] [--concurrency 10]  a worker running tools (REDIS_URL)
                  [--queues gpu=2,cpu=8] [--tool-queues render_gif=gpu,*=cpu]
   mcpq keys      create PRINCIPAL | list | revoke ID                  managed API keys (REDIS_URL)
   mcpq accounts  credit PRINCIPAL AMOUNT | show PRINCIPAL | ledger PRINCIPAL [--limit N] [--cursor C]

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -44,6 +45,10 @@ type Spec struct {
 	// InputSchema is the JSON Schema of the arguments (default: any
 	// object). Front ends validate calls against it.
 	InputSchema json.RawMessage
+	// OutputSchema is the JSON Schema of the structured result (an
+	// object) the program writes to $MCPQ_STRUCTURED; with one declared,
+	// every successful run must write a result that matches it.
+	OutputSchema json.RawMessage
 	// Command is the argv template: Command[0] is the program (looked up
 	// on PATH unless it holds a slash; a relative path is relative to
 	// Dir). An item that is exactly "{name}" is replaced by argument
@@ -52,6 +57,11 @@ type Spec struct {
 	Command []string
 	// Dir is the program's working directory (default: the worker's).
 	Dir string
+	// Scratch is a folder (shared by the queue's workers, for a takeover
+	// to find it) under which each task gets $MCPQ_SCRATCH, a folder kept
+	// across the task's deliveries and removed when the task ends (a
+	// result, a tool error, a cancel); "" gives none.
+	Scratch string
 	// Env is added to the program's environment (see Environ).
 	Env map[string]string
 	// Timeout bounds one run of the program (0: only the task's TTL does).
@@ -95,9 +105,13 @@ func New(spec Spec) (worker.Tool, error) {
 		spec.Logger = slog.Default()
 	}
 	spec.Command = append([]string(nil), spec.Command...)
-	r := &runner{spec: spec}
+	out, err := compileOutputSchema(spec.OutputSchema)
+	if err != nil {
+		return worker.Tool{}, fmt.Errorf("command tool %q: field outputSchema: %w", spec.Name, err)
+	}
+	r := &runner{spec: spec, out: out}
 	return worker.Tool{Name: spec.Name, Title: spec.Title, Description: spec.Description,
-		InputSchema: spec.InputSchema, Policy: spec.Policy, TTL: spec.TTL, PollInterval: spec.PollInterval,
+		InputSchema: spec.InputSchema, OutputSchema: spec.OutputSchema, Policy: spec.Policy, TTL: spec.TTL, PollInterval: spec.PollInterval,
 		Queue: spec.Queue, Price: spec.Price, Handler: r.handle}, nil
 }
 
@@ -110,6 +124,9 @@ func (s *Spec) check() error {
 	if err != nil {
 		return fmt.Errorf("field inputSchema: %w", err)
 	}
+	if _, err := compileOutputSchema(s.OutputSchema); err != nil {
+		return fmt.Errorf("field outputSchema: %w", err)
+	}
 	if err := checkTemplate(s.Command, props); err != nil {
 		return fmt.Errorf("field command: %w", err)
 	}
@@ -121,6 +138,9 @@ func (s *Spec) check() error {
 		if !fi.IsDir() {
 			return fmt.Errorf("field dir: %s is not a directory", s.Dir)
 		}
+	}
+	if s.Scratch != "" && !filepath.IsAbs(s.Scratch) {
+		return fmt.Errorf("field scratch: %s is not an absolute path", s.Scratch)
 	}
 	for k, v := range s.Env {
 		switch {

@@ -19,7 +19,7 @@ import (
 )
 
 // fileKeys are the keys of one tool in a tools file.
-var fileKeys = []string{"name", "title", "description", "inputSchema", "command", "dir", "env",
+var fileKeys = []string{"name", "title", "description", "inputSchema", "outputSchema", "command", "dir", "scratch", "env",
 	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price"}
 
 // Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
@@ -142,7 +142,7 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 	for _, f := range []struct {
 		key string
 		to  *string
-	}{{"title", &s.Title}, {"description", &s.Description}, {"dir", &s.Dir}, {"queue", &s.Queue}} {
+	}{{"title", &s.Title}, {"description", &s.Description}, {"dir", &s.Dir}, {"scratch", &s.Scratch}, {"queue", &s.Queue}} {
 		if v := fields[f.key]; v != nil {
 			if err := scalar(v, f.to); err != nil {
 				return s, fmt.Errorf("field %s: %w", f.key, err)
@@ -181,16 +181,21 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 			s.Env[v.Content[i].Value] = val
 		}
 	}
-	if v := fields["inputSchema"]; v != nil {
-		var schema any
-		if err := v.Decode(&schema); err != nil {
-			return s, fmt.Errorf("field inputSchema: %w", err)
+	for _, f := range []struct {
+		key string
+		to  *json.RawMessage
+	}{{"inputSchema", &s.InputSchema}, {"outputSchema", &s.OutputSchema}} {
+		if v := fields[f.key]; v != nil {
+			var schema any
+			if err := v.Decode(&schema); err != nil {
+				return s, fmt.Errorf("field %s: %w", f.key, err)
+			}
+			b, err := json.Marshal(schema)
+			if err != nil {
+				return s, fmt.Errorf("field %s: line %d: not JSON-compatible: %v", f.key, v.Line, err)
+			}
+			*f.to = b
 		}
-		b, err := json.Marshal(schema)
-		if err != nil {
-			return s, fmt.Errorf("field inputSchema: line %d: not JSON-compatible: %v", v.Line, err)
-		}
-		s.InputSchema = b
 	}
 	if v := fields["price"]; v != nil {
 		var raw any
@@ -220,6 +225,16 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 				return s, fmt.Errorf("field %s: %w", f.key, err)
 			}
 		}
+	}
+	if raw := s.Scratch; raw != "" {
+		// The one field read with $VARS expanded: where the shared folder
+		// is mounted differs between fleets.
+		if s.Scratch = os.ExpandEnv(raw); s.Scratch == "" {
+			return s, fmt.Errorf("field scratch: %q expands to nothing (its variables are not set)", raw)
+		}
+	}
+	if s.Scratch != "" && !filepath.IsAbs(s.Scratch) {
+		s.Scratch = filepath.Join(dir, s.Scratch)
 	}
 	switch {
 	case s.Dir == "":

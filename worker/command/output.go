@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -15,10 +16,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/worker"
 )
 
-// MaxResultBytes bounds what one run may return: the files of the output
-// folder together, or stdout. A run over it is a tool error.
+// MaxResultBytes bounds what one run may return inline: the files of the
+// output folder kept in the result together, or stdout. A run over it is a
+// tool error. With the worker's object store, files over its inline limit
+// go there from disk instead (StoreFile) and count against no bound.
 const MaxResultBytes = 16 << 20
 
 // OutputURIPrefix starts the uri of a resource block made from an output
@@ -50,8 +54,8 @@ func mimeType(name string) string {
 
 // collect builds the result of a run that exited 0: one content block per
 // file of the output folder (in path order), else stdout as one text block.
-func collect(name string, d runDir) (*proto.CallToolResult, error) {
-	res, err := collectFiles(name, d)
+func collect(name string, d runDir, st fileStore) (*proto.CallToolResult, error) {
+	res, err := collectFiles(name, d, st)
 	if err != nil || len(res.Content) > 0 {
 		return res, err
 	}
@@ -73,10 +77,38 @@ func collect(name string, d runDir) (*proto.CallToolResult, error) {
 	return res, nil
 }
 
+// fileStore streams an output file to the object store as content block
+// index (Call.StoreFile); limit is the size over which a file goes there,
+// and a nil fileStore keeps every file inline.
+type fileStore struct {
+	limit int64
+	put   func(index int, path, name, mime string) (proto.Content, error)
+}
+
+// newFileStore is c's object store for output files, if its worker has one.
+func newFileStore(ctx context.Context, c *worker.Call) fileStore {
+	n, ok := c.InlineMaxBytes()
+	if !ok {
+		return fileStore{}
+	}
+	// Binary blocks are base64 in the record: a file of 3/4 of the
+	// limit is already over it.
+	return fileStore{limit: int64(n) * 3 / 4, put: func(index int, path, name, mime string) (proto.Content, error) {
+		return c.StoreFile(ctx, index, path, name, mime)
+	}}
+}
+
+// outFile is one file of the output folder.
+type outFile struct {
+	path string
+	size int64
+}
+
 // collectFiles is one content block per file of the output folder, in
-// path order.
-func collectFiles(name string, d runDir) (*proto.CallToolResult, error) {
-	var files []string
+// path order: a file over st's limit is streamed to the object store and
+// is a resource_link, the others are inline.
+func collectFiles(name string, d runDir, st fileStore) (*proto.CallToolResult, error) {
+	var files []outFile
 	total := int64(0)
 	err := filepath.WalkDir(d.out, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || !e.Type().IsRegular() {
@@ -86,23 +118,34 @@ func collectFiles(name string, d runDir) (*proto.CallToolResult, error) {
 		if err != nil {
 			return err
 		}
-		if total += fi.Size(); total > MaxResultBytes {
-			return fmt.Errorf("the output folder holds more than %d bytes", MaxResultBytes)
+		if st.put == nil || fi.Size() <= st.limit {
+			if total += fi.Size(); total > MaxResultBytes {
+				return fmt.Errorf("the output folder holds more than %d bytes to return inline (the worker has no object store for large files)", MaxResultBytes)
+			}
 		}
-		files = append(files, p)
+		files = append(files, outFile{p, fi.Size()})
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	res := &proto.CallToolResult{Content: []proto.Content{}}
-	for _, p := range files {
-		b, err := os.ReadFile(p)
+	for i, f := range files {
+		rel, _ := filepath.Rel(d.out, f.path)
+		rel = filepath.ToSlash(rel)
+		if st.put != nil && f.size > st.limit {
+			link, err := st.put(i, f.path, rel, mimeType(rel))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			res.Content = append(res.Content, link)
+			continue
+		}
+		b, err := os.ReadFile(f.path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		rel, _ := filepath.Rel(d.out, p)
-		res.Content = append(res.Content, fileContent(filepath.ToSlash(rel), b))
+		res.Content = append(res.Content, fileContent(rel, b))
 	}
 	return res, nil
 }

@@ -40,10 +40,16 @@ const (
 const stderrTail = 4 << 10
 
 // runner runs one spec's program for each call.
-type runner struct{ spec Spec }
+type runner struct {
+	spec Spec
+	out  outputSchema
+}
 
 // runDir is the private folder of one run.
-type runDir struct{ root, args, checkpoint, out, input, stdout, stderr string }
+type runDir struct {
+	root, args, checkpoint, out, input, stdout, stderr, structured, stop string
+	scratch                                                              string // the task's, kept across runs ("": none)
+}
 
 func newRunDir(name string) (runDir, error) {
 	root, err := os.MkdirTemp("", "mcpq-"+name+"-")
@@ -52,7 +58,8 @@ func newRunDir(name string) (runDir, error) {
 	}
 	d := runDir{root: root, args: filepath.Join(root, "args.json"), checkpoint: filepath.Join(root, "checkpoint.json"),
 		out: filepath.Join(root, "out"), input: filepath.Join(root, "input"),
-		stdout: filepath.Join(root, "stdout"), stderr: filepath.Join(root, "stderr")}
+		stdout: filepath.Join(root, "stdout"), stderr: filepath.Join(root, "stderr"),
+		structured: filepath.Join(root, "structured.json"), stop: filepath.Join(root, "stop")}
 	for _, sub := range []string{d.out, d.input} {
 		if err := os.Mkdir(sub, 0o700); err != nil {
 			os.RemoveAll(root)
@@ -81,6 +88,9 @@ func (r *runner) handle(ctx context.Context, c *worker.Call) (*proto.CallToolRes
 		return nil, fmt.Errorf("%s: cannot make the run's folder: %w", r.spec.Name, err)
 	}
 	defer os.RemoveAll(d.root)
+	if d.scratch, err = scratchFor(r.spec.Scratch, c.TaskID); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.spec.Name, err)
+	}
 	if err := os.WriteFile(d.args, raw, 0o600); err != nil {
 		return nil, fmt.Errorf("%s: cannot write the arguments: %w", r.spec.Name, err)
 	}
@@ -98,6 +108,11 @@ func (r *runner) handle(ctx context.Context, c *worker.Call) (*proto.CallToolRes
 		res, rerr = r.run(ctx, c, argv, d)
 		return rerr
 	})
+	if d.scratch != "" && !keepScratch(ctx, err) {
+		if rerr := os.RemoveAll(d.scratch); rerr != nil {
+			r.spec.Logger.Warn("command tool: scratch folder not removed", "tool", r.spec.Name, "task", c.TaskID, "err", rerr)
+		}
+	}
 	return res, err
 }
 
@@ -153,6 +168,7 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 	case <-exited:
 	case <-pctx.Done():
 		timedOut = ctx.Err() == nil && rctx.Err() != nil
+		writeStop(d.stop, stopReason(ctx, rctx))
 		r.stop(pid, exited)
 	}
 	signalGroup(pid, syscall.SIGKILL) // whatever is left of the group
@@ -175,7 +191,7 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 	case timedOut:
 		// A tool error that keeps what the program wrote so far.
 		res := worker.ErrorResult(fmt.Sprintf("%s: timed out after %v and was stopped%s", name, r.spec.Timeout, tail(d.stderr)))
-		if part, err := collectFiles(name, d); err == nil {
+		if part, err := collectFiles(name, d, newFileStore(ctx, c)); err == nil {
 			res.Content = append(res.Content, part.Content...)
 		}
 		return res, nil
@@ -186,7 +202,14 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 		}
 		return nil, fmt.Errorf("%s: %w%s", name, werr, tail(d.stderr))
 	}
-	return collect(name, d)
+	res, err := collect(name, d, newFileStore(ctx, c))
+	if err != nil {
+		return nil, err
+	}
+	if err := r.out.addStructured(res, d.structured); err != nil {
+		return worker.ErrorResult(fmt.Sprintf("%s: %v", name, err)), nil
+	}
+	return res, nil
 }
 
 // stop sends SIGTERM to the program's group and waits for the program for
@@ -218,8 +241,11 @@ func (r *runner) environ(c *worker.Call, d runDir) []string {
 	for k, v := range r.spec.Env {
 		env = append(env, k+"="+v)
 	}
+	if d.scratch != "" {
+		env = append(env, envScratch+"="+d.scratch)
+	}
 	return append(env, envArgs+"="+d.args, envOutput+"="+d.out, envCheckpoint+"="+d.checkpoint,
-		envInput+"="+d.input, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
+		envInput+"="+d.input, envStructured+"="+d.structured, envStop+"="+d.stop, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
 }
 
 // readProtocol applies the program's protocol lines until the descriptor
@@ -278,6 +304,11 @@ func (r *runner) apply(ctx context.Context, c *worker.Call, line []byte, d runDi
 		}
 	case m.Checkpoint != nil:
 		err = c.SaveCheckpoint(ctx, m.Checkpoint)
+		var big *worker.CheckpointTooLargeError
+		if errors.As(err, &big) {
+			end(&endedBy{fmt.Errorf("%s: %w", r.spec.Name, err)})
+			return
+		}
 	case m.Usage > 0:
 		err = c.Meter(ctx, m.Usage)
 	case m.Input != nil:

@@ -1,0 +1,55 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/objstore"
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/worker"
+	"github.com/mcpq/mcpq/worker/command"
+)
+
+// TestCommandOutputFilesStreamToTheStore: a command tool's output file
+// over the inline limit, even over command.MaxResultBytes, goes from disk
+// to the object store and is a resource_link; small files stay inline.
+func TestCommandOutputFilesStreamToTheStore(t *testing.T) {
+	h := mini(t)
+	store, err := objstore.NewDir(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const big = command.MaxResultBytes + 4<<20
+	tool, err := command.New(command.Spec{Name: "encode", Grace: time.Second, Command: []string{"sh", "-c",
+		`head -c ` + itoa(big) + ` /dev/zero > "$MCPQ_OUTPUT/video.mp4" && printf 'encoded' > "$MCPQ_OUTPUT/summary.txt"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config()
+	cfg.Blobs = worker.BlobConfig{Store: store, InlineMaxBytes: 64 << 10}
+	h.start(t, cfg, tool)
+	tk := h.submit(t, "encode", `{}`)
+	rec := h.terminal(t, tk)
+	var got proto.CallToolResult
+	if err := json.Unmarshal(rec.Result, &got); err != nil || rec.Status != proto.StatusCompleted || got.IsError {
+		t.Fatalf("status %s, result %s (%v)", rec.Status, rec.Result, err)
+	}
+	if len(got.Content) != 2 || got.Content[0].Text != "encoded" {
+		t.Fatalf("content %+v", got.Content)
+	}
+	l := got.Content[1]
+	id, name, ok := proto.ParseBlobURI(l.URI)
+	if l.Type != "resource_link" || !ok || id != tk.ref.ID || l.MimeType != "video/mp4" || l.Name != "video.mp4" ||
+		l.Size == nil || *l.Size != big {
+		t.Fatalf("video block %+v", l)
+	}
+	o, err := store.Get(context.Background(), id+"/"+name)
+	if err != nil || len(o.Data) != big || o.ContentType != "video/mp4" {
+		t.Fatalf("stored %d bytes of %q (%v), want %d of video/mp4", len(o.Data), o.ContentType, err, big)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
