@@ -261,3 +261,44 @@ func TestOAuthMetadata(t *testing.T) {
 		}
 	})
 }
+
+func TestOAuthScopes(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		is := newTestIssuer(t)
+		e := newOAuthEnv(t, b, is, nil)
+		admin := fixtureTools("mcpq")[0]
+		admin.Policy = proto.PolicyTask // held by the fake worker: the call answers a task
+		admin.Tool.Name, admin.Scopes = "admin_greet", []string{"mcp:admin", "mcp:tools"}
+		e.publish(admin)
+		key, kid := is.current()
+		plain := is.sign(t, key, kid, nil) // scope mcp:tools
+		full := is.sign(t, key, kid, map[string]any{"scope": "mcp:tools mcp:admin"})
+		listedTools := func(cred string) map[string]bool {
+			rep := e.send(cred, rpc(1, proto.MethodToolsList, metaPlain, nil), nil)
+			mustMatch(t, rep, 200, `{"result":{}}`)
+			names := map[string]bool{}
+			tools, _ := lookup(rep.JSON, "result.tools")
+			for _, tl := range tools.([]any) {
+				names[tl.(map[string]any)["name"].(string)] = true
+			}
+			return names
+		}
+		if l := listedTools(plain); l["admin_greet"] || !l[toolGreet] {
+			t.Fatalf("token without mcp:admin lists %v", l)
+		}
+		for _, cred := range []string{full, keyAlice} {
+			if l := listedTools(cred); !l["admin_greet"] {
+				t.Fatalf("%.10s… does not list admin_greet: %v", cred, l)
+			}
+		}
+		call := rpc(2, proto.MethodToolsCall, metaTasks, map[string]any{"name": "admin_greet", "arguments": map[string]any{"name": "x"}})
+		rep := e.send(plain, call, nil)
+		mustMatch(t, rep, 403, `{"error":{"code":-32600,"data":{"error":"insufficient_scope","scopes":["mcp:admin","mcp:tools"]}}}`)
+		want := `Bearer realm="mcpq", error="insufficient_scope", scope="mcp:admin mcp:tools", resource_metadata="https://mcp.example.test/.well-known/oauth-protected-resource/mcp"`
+		if ch := rep.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, want) {
+			t.Fatalf("WWW-Authenticate %q, want prefix %q", ch, want)
+		}
+		mustMatch(t, e.send(full, call, nil), 200, `{"result":{"resultType":"task"}}`)
+		mustMatch(t, e.send(keyAlice, call, nil), 200, `{"result":{"resultType":"task"}}`)
+	})
+}
