@@ -68,8 +68,8 @@ type OAuthConfig struct {
 
 // PrincipalMapper maps an OAuth principal to the principal it acts as.
 type PrincipalMapper interface {
-	// MapPrincipal returns the principal p is mapped to, or p itself.
-	MapPrincipal(ctx context.Context, p string) (string, error)
+	// ResolvePrincipal returns the principal p is mapped to, or p itself.
+	ResolvePrincipal(ctx context.Context, p string) (string, error)
 }
 
 // Scoper is an Authenticator whose credentials may be limited to scopes

@@ -125,7 +125,7 @@ func (o *OAuth) grantOf(r *http.Request) (*grant, error) {
 		return nil, err
 	}
 	if o.cfg.Mapper != nil {
-		p, err := o.cfg.Mapper.MapPrincipal(r.Context(), g.principal)
+		p, err := o.cfg.Mapper.ResolvePrincipal(r.Context(), g.principal)
 		if err != nil {
 			return nil, &UnavailableError{fmt.Errorf("principal mapping: %w", err)}
 		}

@@ -302,3 +302,30 @@ func TestOAuthScopes(t *testing.T) {
 		mustMatch(t, e.send(keyAlice, call, nil), 200, `{"result":{"resultType":"task"}}`)
 	})
 }
+
+// An OAuth principal mapped to an API key's principal sees its tasks and
+// its account (mcpq principals map).
+func TestOAuthPrincipalMapping(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		is := newTestIssuer(t)
+		store := access.New(b.Client, b.Prefix, nil)
+		e := newOAuthEnv(t, b, is, func(c *frontend.OAuthConfig) { c.Mapper = store })
+		id := e.createAs(keyAlice, toolTaskJob)
+		if _, err := e.store.Credit(t.Context(), "alice", 42); err != nil {
+			t.Fatal(err)
+		}
+		key, kid := is.current()
+		get := rpc(1, proto.MethodTasksGet, metaTasks, map[string]any{"taskId": id})
+		// Unmapped, the subject alice of the issuer is someone else.
+		mustMatch(t, e.send(is.sign(t, key, kid, map[string]any{"jti": "before"}), get, nil), 200, `{"error":{"code":-32602}}`)
+		if err := store.MapPrincipal(t.Context(), is.srv.URL+"#alice", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		tok := is.sign(t, key, kid, map[string]any{"jti": "after"})
+		mustMatch(t, e.send(tok, get, nil), 200, `{"result":{"taskId":"`+id+`","status":"working"}}`)
+		acct, byKey := e.rest(tok, "/v1/account"), e.rest(keyAlice, "/v1/account")
+		if acct.Status != 200 || string(acct.Body) != string(byKey.Body) || !strings.Contains(string(acct.Body), "42") {
+			t.Fatalf("account by token %d %s, by key %s", acct.Status, acct.Body, byKey.Body)
+		}
+	})
+}

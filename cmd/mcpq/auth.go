@@ -126,7 +126,7 @@ func (a *authFlags) frontendAuth(rdb redis.UniversalClient, prefix string) (fron
 		return nil, err
 	}
 	store := access.New(rdb, prefix, nil)
-	return a.withOAuth(frontend.NewKeyAuth(static, store, a.allowAnonymous), nil)
+	return a.withOAuth(frontend.NewKeyAuth(static, store, a.allowAnonymous), store)
 }
 
 // devAuth is mcpq dev's: anonymous unless keys are configured.
@@ -138,5 +138,6 @@ func (a *authFlags) devAuth(rdb redis.UniversalClient) (frontend.Authenticator, 
 	if len(static) == 0 && len(a.oauth.issuers.items) == 0 {
 		return frontend.Anonymous{}, nil
 	}
-	return a.withOAuth(frontend.NewKeyAuth(static, access.New(rdb, "", nil), a.allowAnonymous), nil)
+	store := access.New(rdb, "", nil)
+	return a.withOAuth(frontend.NewKeyAuth(static, store, a.allowAnonymous), store)
 }
