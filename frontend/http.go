@@ -190,7 +190,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 		return "", withStatus(proto.NewError(proto.CodeInternalError, "Authentication is unavailable; try again"), http.StatusServiceUnavailable)
 	case err != nil:
 		challenge := `Bearer realm="mcpq"`
-		if r.Header.Get("Authorization") != "" {
+		if ch, ok := s.cfg.Auth.(Challenger); ok {
+			challenge = ch.Challenge(r, err)
+		} else if r.Header.Get("Authorization") != "" {
 			challenge += `, error="invalid_token"`
 		}
 		w.Header().Set("WWW-Authenticate", challenge)

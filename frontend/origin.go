@@ -37,6 +37,9 @@ func (s *Server) anonymousFor(r *http.Request) bool {
 		return true
 	case *KeyAuth:
 		return a.allowAnonymous && r.Header.Get("Authorization") == ""
+	case *OAuth:
+		k, ok := a.cfg.Keys.(*KeyAuth)
+		return ok && k.allowAnonymous && r.Header.Get("Authorization") == ""
 	}
 	return false
 }

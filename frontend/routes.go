@@ -12,7 +12,8 @@ import (
 // GET /v1/tasks and /v1/tasks/{id} (the caller's own tasks), GET /healthz
 // (liveness), GET /readyz (readiness: Redis and the catalog answer) and
 // GET /metrics (Prometheus; observe.go) and GET /dashboard/ (the task
-// dashboard; dashboard.go).
+// dashboard; dashboard.go), and with OAuth the protected resource
+// metadata (oauth_metadata.go).
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.Handle("/mcp", s.observe(s.checkOrigin(http.HandlerFunc(s.serveMCP)))).Methods(http.MethodPost)
@@ -23,6 +24,11 @@ func (s *Server) Handler() http.Handler {
 	r.Handle("/v1/tasks/{id}", s.checkOrigin(http.HandlerFunc(s.getMyTask))).Methods(http.MethodGet)
 	r.Handle("/v1/account", s.checkOrigin(http.HandlerFunc(s.getMyAccount))).Methods(http.MethodGet)
 	r.Handle("/v1/ledger", s.checkOrigin(http.HandlerFunc(s.getMyLedger))).Methods(http.MethodGet)
+	if o, ok := s.cfg.Auth.(*OAuth); ok {
+		for _, p := range o.metadataPaths() {
+			r.HandleFunc(p, o.serveMetadata).Methods(http.MethodGet, http.MethodOptions)
+		}
+	}
 	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.serveReady).Methods(http.MethodGet)
 	r.Handle("/metrics", s.serveMetrics()).Methods(http.MethodGet)

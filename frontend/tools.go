@@ -26,6 +26,9 @@ func (s *Server) callTool(ctx context.Context, c *call) (any, error) {
 	if def == nil || def.Kind != catalog.KindTool {
 		return nil, proto.NewError(proto.CodeInvalidParams, "Unknown tool: %s", p.Name)
 	}
+	if err := s.checkScopes(c, def); err != nil {
+		return nil, err
+	}
 	if c.hook == nil { // Mcp-Param-* headers are the modern transport's
 		if err := checkParamHeaders(c.httpReq.Header, def.Tool.InputSchema, p.Arguments); err != nil {
 			return nil, err
@@ -44,13 +47,22 @@ func (s *Server) listTools(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	tools := []proto.Tool{}
+	scope := proto.CachePublic
+	held := s.heldScopes(c)
 	for _, d := range defs {
-		if d.Kind == catalog.KindTool {
-			tools = append(tools, d.Tool)
+		if d.Kind != catalog.KindTool {
+			continue
 		}
+		if len(d.Scopes) > 0 {
+			scope = proto.CachePrivate // what is listed depends on the caller
+			if !held.allow(d.Scopes) {
+				continue
+			}
+		}
+		tools = append(tools, d.Tool)
 	}
 	return &proto.ListToolsResult{
-		CacheHints: proto.CacheHints{TTLMs: listTTLMs, CacheScope: proto.CachePublic},
+		CacheHints: proto.CacheHints{TTLMs: listTTLMs, CacheScope: scope},
 		Tools:      tools,
 	}, nil
 }

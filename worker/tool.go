@@ -48,6 +48,10 @@ type Tool struct {
 	// usage with Call.Meter; the task is charged that, up to the
 	// reservation. Nil: the tool is free.
 	Price *proto.Price
+	// Scopes are the OAuth scopes a caller's token must hold for the tool
+	// to be listed and called (docs/auth.md); API keys are not limited by
+	// scope. Empty: any authenticated caller.
+	Scopes []string
 	// Handler runs the call.
 	Handler Handler
 
@@ -109,6 +113,7 @@ func (t Tool) def() catalog.Entry {
 		PollIntervalMs: t.PollInterval.Milliseconds(),
 		Queue:          t.queue(),
 		Price:          t.Price,
+		Scopes:         t.Scopes,
 	}
 }
 

@@ -17,12 +17,71 @@ import (
 type authFlags struct {
 	keysFile       string
 	allowAnonymous bool
+	oauth          oauthFlags
+}
+
+// oauthFlags are the OAuth resource server's settings (docs/auth.md).
+type oauthFlags struct {
+	issuers        listFlag
+	resource       string
+	principalClaim string
+	scopes         string
+	introspectID   string
+}
+
+// listFlag is a repeatable flag; its default comes from a comma-separated
+// environment variable and the first use on the command line replaces it.
+type listFlag struct {
+	items []string
+	set   bool
+}
+
+func (l *listFlag) String() string { return strings.Join(l.items, ",") }
+
+func (l *listFlag) Set(v string) error {
+	if !l.set {
+		l.items, l.set = nil, true
+	}
+	l.items = append(l.items, splitList(v)...)
+	return nil
 }
 
 func (a *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.keysFile, "api-keys-file", env("MCPQ_API_KEYS_FILE", ""), `file of static API keys, one "principal key" per line (env MCPQ_API_KEYS_FILE)`)
 	fs.BoolVar(&a.allowAnonymous, "allow-anonymous", env("MCPQ_ALLOW_ANONYMOUS", "") == "true",
 		"serve requests without an Authorization header as the anonymous principal (env MCPQ_ALLOW_ANONYMOUS=true)")
+	o := &a.oauth
+	o.issuers.items = splitList(os.Getenv("MCPQ_OAUTH_ISSUERS"))
+	fs.Var(&o.issuers, "oauth-issuer", "accept OAuth access tokens from this authorization server (issuer URL; repeatable; env MCPQ_OAUTH_ISSUERS, comma-separated)")
+	fs.StringVar(&o.resource, "resource-url", env("MCPQ_RESOURCE_URL", ""),
+		"the canonical URI clients use for this server's MCP endpoint, the audience tokens must carry (env MCPQ_RESOURCE_URL)")
+	fs.StringVar(&o.principalClaim, "oauth-principal-claim", env("MCPQ_OAUTH_PRINCIPAL_CLAIM", "sub"),
+		"the token claim naming the principal, after the issuer and a # (env MCPQ_OAUTH_PRINCIPAL_CLAIM)")
+	fs.StringVar(&o.scopes, "oauth-scopes", env("MCPQ_OAUTH_SCOPES", ""),
+		"the scopes this server knows, comma-separated: scopes_supported and the 401's scope (env MCPQ_OAUTH_SCOPES)")
+	fs.StringVar(&o.introspectID, "oauth-introspection-client", env("MCPQ_OAUTH_INTROSPECTION_CLIENT", ""),
+		"client ID for token introspection of opaque tokens; the secret is read from MCPQ_OAUTH_INTROSPECTION_SECRET (env MCPQ_OAUTH_INTROSPECTION_CLIENT)")
+}
+
+// withOAuth wraps keys in the OAuth resource server when issuers are
+// configured; otherwise keys serves alone.
+func (a *authFlags) withOAuth(keys frontend.Authenticator, mapper frontend.PrincipalMapper) (frontend.Authenticator, error) {
+	o := &a.oauth
+	if len(o.issuers.items) == 0 {
+		if o.resource != "" {
+			return nil, fmt.Errorf("--resource-url needs --oauth-issuer")
+		}
+		return keys, nil
+	}
+	if o.resource == "" {
+		return nil, fmt.Errorf("--oauth-issuer needs --resource-url (the URL clients use for /mcp)")
+	}
+	return frontend.NewOAuth(frontend.OAuthConfig{
+		Issuers: o.issuers.items, Resource: o.resource, PrincipalClaim: o.principalClaim,
+		Scopes: splitList(o.scopes), IntrospectionClientID: o.introspectID,
+		IntrospectionClientSecret: os.Getenv("MCPQ_OAUTH_INTROSPECTION_SECRET"),
+		Keys:                      keys, Mapper: mapper,
+	})
 }
 
 // staticKeys reads MCPQ_API_KEYS ("principal:key,principal:key") and the keys file.
@@ -66,7 +125,8 @@ func (a *authFlags) frontendAuth(rdb redis.UniversalClient, prefix string) (fron
 	if err != nil {
 		return nil, err
 	}
-	return frontend.NewKeyAuth(static, access.New(rdb, prefix, nil), a.allowAnonymous), nil
+	store := access.New(rdb, prefix, nil)
+	return a.withOAuth(frontend.NewKeyAuth(static, store, a.allowAnonymous), store)
 }
 
 // devAuth is mcpq dev's: anonymous unless keys are configured.
@@ -75,8 +135,9 @@ func (a *authFlags) devAuth(rdb redis.UniversalClient) (frontend.Authenticator, 
 	if err != nil {
 		return nil, err
 	}
-	if len(static) == 0 {
+	if len(static) == 0 && len(a.oauth.issuers.items) == 0 {
 		return frontend.Anonymous{}, nil
 	}
-	return frontend.NewKeyAuth(static, access.New(rdb, "", nil), a.allowAnonymous), nil
+	store := access.New(rdb, "", nil)
+	return a.withOAuth(frontend.NewKeyAuth(static, store, a.allowAnonymous), store)
 }

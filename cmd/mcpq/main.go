@@ -22,6 +22,7 @@ Usage:
   mcpq worker    [--fixtures conformance] [--tools FILE[,FILE]] [--concurrency 10]  a worker running tools (REDIS_URL)
                  [--queues gpu=2,cpu=8] [--tool-queues render_gif=gpu,*=cpu]
   mcpq keys      create PRINCIPAL | list | revoke ID                  managed API keys (REDIS_URL)
+  mcpq principals map FROM TO | unmap FROM | list                    OAuth principal FROM acts as TO (REDIS_URL)
   mcpq accounts  credit PRINCIPAL AMOUNT | show PRINCIPAL | ledger PRINCIPAL [--limit N] [--cursor C]
                                                                      billing accounts (REDIS_URL; docs/billing.md)
   mcpq call      TOOL [key=value ...] [--json ARGS] [--detach]        call a tool, follow its task, print the result
@@ -76,6 +77,8 @@ func main() {
 		err = runKeys(ctx, args)
 	case "accounts":
 		err = runAccounts(ctx, args)
+	case "principals":
+		err = runPrincipals(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:

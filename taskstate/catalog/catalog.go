@@ -61,6 +61,9 @@ type Entry struct {
 	// Price is what a call reserves where billing is on (proto.Price); nil:
 	// the tool is free.
 	Price *proto.Price `json:"price,omitempty"`
+	// Scopes are the OAuth scopes a token must hold to list and call the
+	// tool (docs/auth.md); API keys are not limited by scope. Empty: none.
+	Scopes []string `json:"scopes,omitempty"`
 	// Order is the entry's registration rank in its worker; listings are
 	// sorted by Order, then Key.
 	Order int `json:"order,omitempty"`

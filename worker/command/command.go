@@ -78,6 +78,8 @@ type Spec struct {
 	// Price is as on worker.Tool; the program reports metered usage with
 	// {"usage": n} protocol lines.
 	Price *proto.Price
+	// Scopes are as on worker.Tool.
+	Scopes []string
 	// Logger receives what the handler logs, such as a malformed protocol
 	// line (default slog.Default()).
 	Logger *slog.Logger
@@ -112,7 +114,7 @@ func New(spec Spec) (worker.Tool, error) {
 	r := &runner{spec: spec, out: out}
 	return worker.Tool{Name: spec.Name, Title: spec.Title, Description: spec.Description,
 		InputSchema: spec.InputSchema, OutputSchema: spec.OutputSchema, Policy: spec.Policy, TTL: spec.TTL, PollInterval: spec.PollInterval,
-		Queue: spec.Queue, Price: spec.Price, Handler: r.handle}, nil
+		Queue: spec.Queue, Price: spec.Price, Scopes: spec.Scopes, Handler: r.handle}, nil
 }
 
 // check validates spec; errors name the field, not the tool (New adds it).

@@ -20,7 +20,7 @@ import (
 
 // fileKeys are the keys of one tool in a tools file.
 var fileKeys = []string{"name", "title", "description", "inputSchema", "outputSchema", "command", "dir", "scratch", "env",
-	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price"}
+	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price", "scopes"}
 
 // Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
 // its tools, ready for worker.New or Worker.AddTool. The file is an object
@@ -195,6 +195,18 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 				return s, fmt.Errorf("field %s: line %d: not JSON-compatible: %v", f.key, v.Line, err)
 			}
 			*f.to = b
+		}
+	}
+	if v := fields["scopes"]; v != nil {
+		if v.Kind != yaml.SequenceNode {
+			return s, fmt.Errorf("field scopes: line %d: a list of strings, not a %s", v.Line, kindName(v))
+		}
+		for _, item := range v.Content {
+			var sc string
+			if err := scalar(item, &sc); err != nil || sc == "" || strings.ContainsAny(sc, " \t\"\\") {
+				return s, fmt.Errorf("field scopes: line %d: a scope is a non-empty string without spaces or quotes", item.Line)
+			}
+			s.Scopes = append(s.Scopes, sc)
 		}
 	}
 	if v := fields["price"]; v != nil {

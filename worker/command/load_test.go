@@ -3,6 +3,7 @@ package command
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func TestLoadYAMLAndJSON(t *testing.T) {
     pollInterval: 500ms
     queue: gpu
     price: {base: 5, perArgument: {frames: 2}, max: 100}
+    scopes: [render:run, gpu]
   - name: echo
     command: [cat]
 `
@@ -62,6 +64,9 @@ func TestLoadYAMLAndJSON(t *testing.T) {
 	}
 	if r.Price == nil || r.Price.Base != 5 || r.Price.PerArgument["frames"] != 2 || r.Price.Max != 100 {
 		t.Fatalf("render price: %+v", r.Price)
+	}
+	if !slices.Equal(r.Scopes, []string{"render:run", "gpu"}) {
+		t.Fatalf("render scopes: %v", r.Scopes)
 	}
 	if tools[1].Queue != "" || tools[1].Policy != "" || tools[1].Price != nil {
 		t.Fatalf("echo: %+v", tools[1])
@@ -97,6 +102,8 @@ func TestLoadErrors(t *testing.T) {
 		{"price unknown field", "tools:\n  - name: a\n    command: [a]\n    price: {bas: 5}", `tool "a": field price: line 4: an object of base, perArgument and max`},
 		{"price not integer", "tools:\n  - name: a\n    command: [a]\n    price: {base: 1.5}", `tool "a": field price: line 4: an object of base`},
 		{"price negative", "tools:\n  - name: a\n    command: [a]\n    price: {base: -1}", `tool "a": field price: line 4: price: base and max must be 0 to`},
+		{"scope with space", "tools:\n  - name: a\n    command: [a]\n    scopes: [\"a b\"]", `tool "a": field scopes: line 4: a scope is a non-empty string`},
+		{"scopes not list", "tools:\n  - name: a\n    command: [a]\n    scopes: a", `tool "a": field scopes: line 4: a list of strings`},
 		{"yaml syntax", "tools:\n  - name: [", `tools.yaml: yaml: line`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
