@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -528,5 +529,40 @@ func TestLegacyTaskTTL(t *testing.T) {
 			}
 		}
 
+	})
+}
+
+// TestLegacyCancelRunning: 2025-11-25 tasks/cancel moves the task to
+// cancelled before it answers, also for a task a worker runs (which ends
+// it once the cancel reaches it): the answer is the cancelled task, never
+// the working one on its way there.
+func TestLegacyCancelRunning(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(e, `{"tasks":{}}`)
+		rep := l.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob, "task": map[string]any{}})
+		id := str(rep.JSON, "result.task.taskId")
+		j := e.enq.nextJob(t) // claimed: a worker holds it
+		if j.ClaimErr != nil {
+			t.Fatal(j.ClaimErr)
+		}
+		worker := make(chan error, 1)
+		go func() { // the worker, seeing the cancel, ends its step
+			ctx := context.Background()
+			for deadline := time.Now().Add(waitBound); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if rec, err := e.store.Get(ctx, j.Ref); err != nil || rec.CancelRequested {
+					worker <- e.store.Finish(ctx, j.Ref, j.Attempt, outcomeFor(toolTaskJob, nil))
+					return
+				}
+			}
+			worker <- context.DeadlineExceeded
+		}()
+		mustMatch(t, l.do(e, proto.MethodTasksCncl, map[string]any{"taskId": id}), 200,
+			`{"result":{"taskId":"`+id+`","status":"cancelled"}}`)
+		if err := <-worker; !errors.Is(err, taskstate.ErrCancelled) {
+			t.Fatalf("the worker's finish: %v, want ErrCancelled", err)
+		}
+		mustMatch(t, l.do(e, proto.MethodTasksCncl, map[string]any{"taskId": id}), 200, `{"error":{"code":-32602}}`)
 	})
 }
