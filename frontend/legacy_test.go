@@ -664,3 +664,37 @@ func relatedTask(msg map[string]any) string {
 	s, _ := r["taskId"].(string)
 	return s
 }
+
+// TestLegacyShape: a 2025-11-25 answer carries none of the result fields
+// only 2026-07-28 has (resultType, cacheScope, ttlMs), while the modern
+// answer to the same request keeps them.
+func TestLegacyShape(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(e, `{"tasks":{}}`)
+		for _, c := range []struct {
+			method string
+			params map[string]any
+		}{
+			{proto.MethodToolsList, nil},
+			{proto.MethodPromptsList, nil},
+			{proto.MethodResourcesList, nil},
+			{proto.MethodToolsCall, map[string]any{"name": toolGreet, "arguments": map[string]any{"name": "Ada"}}},
+			{proto.MethodToolsCall, map[string]any{"name": toolGreetAuto, "arguments": map[string]any{"name": "Ada"}, "task": map[string]any{}}},
+		} {
+			rep := l.do(e, c.method, c.params)
+			res, ok := rep.JSON["result"].(map[string]any)
+			if !ok {
+				t.Fatalf("%s: %s", c.method, rep.Body)
+			}
+			for _, k := range []string{"resultType", "cacheScope", "ttlMs"} {
+				if _, has := res[k]; has {
+					t.Errorf("%s: the 2025-11-25 answer has %s: %s", c.method, k, rep.Body)
+				}
+			}
+		}
+		rep := e.send("", rpc(1, proto.MethodToolsList, metaTasks, nil), nil)
+		mustMatch(t, rep, 200, `{"result":{"resultType":"complete"}}`)
+	})
+}
