@@ -163,3 +163,45 @@ func jsonOf(body string) string {
 	}
 	return body
 }
+
+// TestLegacyResourceUpdatedOnce: with two workers running the conformance
+// pack, each change of its watched resource (one every 3 s, at the
+// clock's 3 s boundaries) reaches a subscribed session's GET stream once:
+// two workers used to announce each change, so updates came in pairs a
+// few milliseconds apart.
+func TestLegacyResourceUpdatedOnce(t *testing.T) {
+	urls := startCluster(t, redistest.Real(t), 1, 2)
+	session, events := openSession(t, urls[0], urls[0], `{}`)
+	if status, _, body := legacyPost(t, urls[0], session,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"test://watched-resource"}}`); status != 200 {
+		t.Fatalf("resources/subscribe: HTTP %d %s", status, body)
+	}
+	// After the first update, 9.5 s hold three more changes: three
+	// updates when each reaches the stream once, six when both workers
+	// announce each.
+	updates := func(within time.Duration) int {
+		n, end := 0, time.After(within)
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatal("the GET stream ended")
+				}
+				if ev.Method == "notifications/resources/updated" && ev.Params.URI == "test://watched-resource" {
+					n++
+					if within > time.Minute {
+						return n
+					}
+				}
+			case <-end:
+				return n
+			}
+		}
+	}
+	if updates(2*time.Minute) != 1 {
+		t.Fatal("no update within 2 minutes")
+	}
+	if n := updates(9500 * time.Millisecond); n < 2 || n > 4 {
+		t.Fatalf("%d updates in the 9.5 s after the first; want 3 (one per change, every 3 s)", n)
+	}
+}
