@@ -50,7 +50,36 @@ func (h *legacyEra) claims(c *call) bool {
 }
 
 func (h *legacyEra) serve(c *call) (any, error) {
-	return h.era.Serve(c.httpReq.Context(), &legacyRequest{s: h.s, c: c})
+	res, err := h.era.Serve(c.httpReq.Context(), &legacyRequest{s: h.s, c: c})
+	if err != nil {
+		return nil, err
+	}
+	return legacyShape(res), nil
+}
+
+// modernOnly are the result fields of 2026-07-28 that 2025-11-25 does not
+// have: the result discriminator and the cache hints.
+var modernOnly = []string{"resultType", "cacheScope", "ttlMs"}
+
+// legacyShape is a result as a 2025-11-25 client reads it: without the
+// fields only 2026-07-28 has (modernOnly) at its top level. A task's
+// lifetime is ttl in that revision's shape (legacy.Task), never ttlMs.
+func legacyShape(res any) any {
+	if res == nil {
+		return res
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res // the encoder reports it as it would have
+	}
+	var m rawResult
+	if json.Unmarshal(b, &m) != nil || m == nil {
+		return res
+	}
+	for _, k := range modernOnly {
+		delete(m, k)
+	}
+	return m
 }
 
 // response: a body of a session that is a JSON-RPC response (an answer to
@@ -202,7 +231,7 @@ func (r *legacyRequest) Finish(id json.RawMessage, res any, err error) {
 	if err != nil {
 		out.Error, _ = toRPC(err)
 	} else {
-		out.Result = r.s.withMeta(res)
+		out.Result = legacyShape(r.s.withMeta(res))
 	}
 	r.c.resp.finish(http.StatusOK, r.s.encode(out))
 }

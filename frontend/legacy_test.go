@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -528,5 +529,172 @@ func TestLegacyTaskTTL(t *testing.T) {
 			}
 		}
 
+	})
+}
+
+// TestLegacyCancelRunning: 2025-11-25 tasks/cancel moves the task to
+// cancelled before it answers, also for a task a worker runs (which ends
+// it once the cancel reaches it): the answer is the cancelled task, never
+// the working one on its way there.
+func TestLegacyCancelRunning(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(e, `{"tasks":{}}`)
+		rep := l.do(e, proto.MethodToolsCall, map[string]any{"name": toolTaskJob, "task": map[string]any{}})
+		id := str(rep.JSON, "result.task.taskId")
+		j := e.enq.nextJob(t) // claimed: a worker holds it
+		if j.ClaimErr != nil {
+			t.Fatal(j.ClaimErr)
+		}
+		worker := make(chan error, 1)
+		go func() { // the worker, seeing the cancel, ends its step
+			ctx := context.Background()
+			for deadline := time.Now().Add(waitBound); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if rec, err := e.store.Get(ctx, j.Ref); err != nil || rec.CancelRequested {
+					worker <- e.store.Finish(ctx, j.Ref, j.Attempt, outcomeFor(toolTaskJob, nil))
+					return
+				}
+			}
+			worker <- context.DeadlineExceeded
+		}()
+		mustMatch(t, l.do(e, proto.MethodTasksCncl, map[string]any{"taskId": id}), 200,
+			`{"result":{"taskId":"`+id+`","status":"cancelled"}}`)
+		if err := <-worker; !errors.Is(err, taskstate.ErrCancelled) {
+			t.Fatalf("the worker's finish: %v, want ErrCancelled", err)
+		}
+		mustMatch(t, l.do(e, proto.MethodTasksCncl, map[string]any{"taskId": id}), 200, `{"error":{"code":-32602}}`)
+	})
+}
+
+// TestLegacyInputOnGetStream: a client that created a task, opened the
+// session's GET stream and only polls tasks/get (never tasks/result) is
+// asked for the parked task's input on the GET stream, once, naming the
+// task; its answer, POSTed to another front end, resumes the task.
+func TestLegacyInputOnGetStream(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		a, other := newEnv(t, b, nil), newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(a, `{"elicitation":{},"tasks":{}}`)
+		ts := httptest.NewServer(other.h)
+		defer ts.Close()
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", l.session)
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		if !sc.Scan() { // the opening keep-alive: the stream is subscribed
+			t.Fatal("stream ended before it opened")
+		}
+		events := make(chan map[string]any, 64)
+		go func() {
+			defer close(events)
+			for sc.Scan() {
+				if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+					var m map[string]any
+					_ = json.Unmarshal([]byte(data), &m)
+					events <- m
+				}
+			}
+		}()
+		rep := l.do(a, proto.MethodToolsCall, map[string]any{"name": toolTaskJob, "task": map[string]any{}})
+		id := str(rep.JSON, "result.task.taskId")
+		j := a.enq.nextJob(t)
+		a.park(j.Ref, j.Attempt, "ask")
+		mustMatch(t, l.do(a, proto.MethodTasksGet, map[string]any{"taskId": id}), 200, `{"result":{"status":"input_required"}}`)
+
+		// next is the GET stream's next message other than a task status.
+		next := func() map[string]any {
+			t.Helper()
+			for {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						t.Fatal("the GET stream ended")
+					}
+					if ev["method"] != legacy.NotifyTaskStatus {
+						return ev
+					}
+				case <-time.After(waitBound):
+					t.Fatal("nothing on the GET stream")
+				}
+			}
+		}
+		ev := next()
+		if ev["method"] != proto.MethodElicit || str(ev, "id") != "mcpq-input:"+id+":ask" || relatedTask(ev) != id {
+			t.Fatalf("GET stream sent %v, want the task's elicitation/create naming it", ev)
+		}
+		answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": str(ev, "id"),
+			"result": map[string]any{"action": "accept", "content": map[string]any{"name": "Ed"}}})
+		if rep := a.serve(context.Background(), http.MethodPost, answer,
+			http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {l.session}}); rep.Status != http.StatusAccepted {
+			t.Fatalf("answer: HTTP %d %s", rep.Status, rep.Body)
+		}
+		resumed := a.enq.nextJob(t)
+		if err := a.store.Finish(context.Background(), j.Ref, resumed.Attempt, outcomeFor(toolTaskJob, json.RawMessage(`{"name":"Ed"}`))); err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, l.do(a, proto.MethodTasksGet, map[string]any{"taskId": id}), 200, `{"result":{"status":"completed"}}`)
+		// The stream carries the completed status, and no second question.
+		for {
+			select {
+			case ev := <-events:
+				if ev["method"] == proto.MethodElicit {
+					t.Fatalf("asked again: %v", ev)
+				}
+				if ev["method"] == legacy.NotifyTaskStatus && str(ev, "params.status") == "completed" {
+					return
+				}
+			case <-time.After(waitBound):
+				t.Fatal("no completed status on the GET stream")
+			}
+		}
+	})
+}
+
+// relatedTask is the related-task id in a message's params._meta.
+func relatedTask(msg map[string]any) string {
+	p, _ := msg["params"].(map[string]any)
+	m, _ := p["_meta"].(map[string]any)
+	r, _ := m[legacy.MetaRelatedTask].(map[string]any)
+	s, _ := r["taskId"].(string)
+	return s
+}
+
+// TestLegacyShape: a 2025-11-25 answer carries none of the result fields
+// only 2026-07-28 has (resultType, cacheScope, ttlMs), while the modern
+// answer to the same request keeps them.
+func TestLegacyShape(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b, nil)
+		l := &legacyClient{t: t}
+		l.initialize(e, `{"tasks":{}}`)
+		for _, c := range []struct {
+			method string
+			params map[string]any
+		}{
+			{proto.MethodToolsList, nil},
+			{proto.MethodPromptsList, nil},
+			{proto.MethodResourcesList, nil},
+			{proto.MethodToolsCall, map[string]any{"name": toolGreet, "arguments": map[string]any{"name": "Ada"}}},
+			{proto.MethodToolsCall, map[string]any{"name": toolGreetAuto, "arguments": map[string]any{"name": "Ada"}, "task": map[string]any{}}},
+		} {
+			rep := l.do(e, c.method, c.params)
+			res, ok := rep.JSON["result"].(map[string]any)
+			if !ok {
+				t.Fatalf("%s: %s", c.method, rep.Body)
+			}
+			for _, k := range []string{"resultType", "cacheScope", "ttlMs"} {
+				if _, has := res[k]; has {
+					t.Errorf("%s: the 2025-11-25 answer has %s: %s", c.method, k, rep.Body)
+				}
+			}
+		}
+		rep := e.send("", rpc(1, proto.MethodToolsList, metaTasks, nil), nil)
+		mustMatch(t, rep, 200, `{"result":{"resultType":"complete"}}`)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate/catalog"
@@ -145,6 +146,16 @@ func (w *Worker) SetCompleter(ctx context.Context, fn Completer) error {
 // resourceSubscriptions) on every front end that it changed.
 func (w *Worker) ResourceUpdated(ctx context.Context, uri string) error {
 	return w.store.Catalog().AnnounceResourceUpdated(ctx, uri)
+}
+
+// ResourceChanged tells listeners of uri that it changed, once across the
+// fleet: change names the change (a version, a timestamp), and of the
+// workers announcing the same change of uri within keep only the first
+// reaches the listeners. Use it where several workers see one change
+// (each watching the same upstream); ResourceUpdated announces each call.
+func (w *Worker) ResourceChanged(ctx context.Context, uri, change string, keep time.Duration) error {
+	_, err := w.store.Catalog().AnnounceResourceChange(ctx, uri, change, keep)
+	return err
 }
 
 // add registers e, replacing an entry of the same key; while running it

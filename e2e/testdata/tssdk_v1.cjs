@@ -89,7 +89,9 @@ async function main() {
   const working = await client.experimental.tasks.getTask(slow.taskId);
   must(working.status === 'working', `slow task shows ${working.status}`);
   step(8, 'await client.experimental.tasks.cancelTa');
-  await client.experimental.tasks.cancelTask(slow.taskId);
+  const cancelled = await client.experimental.tasks.cancelTask(slow.taskId);
+  // 2025-11-25: the receiver moves the task to cancelled before it answers.
+  must(cancelled.status === 'cancelled', `tasks/cancel answered ${cancelled.status} (${cancelled.statusMessage})`);
   let status = '';
   for (let i = 0; i < 200 && status !== 'cancelled'; i++) {
     status = (await client.experimental.tasks.getTask(slow.taskId)).status;

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -208,4 +209,18 @@ func (s *Catalog) AnnounceListChanged(ctx context.Context, list string) error {
 // AnnounceResourceUpdated tells every front end that the resource changed.
 func (s *Catalog) AnnounceResourceUpdated(ctx context.Context, uri string) error {
 	return s.rdb.Publish(ctx, s.keys.ResourceUpdates(), uri).Err()
+}
+
+// AnnounceResourceChange tells every front end that the resource changed,
+// once per change: change names it (a version, a timestamp), and of the
+// calls naming the same change of uri within keep, only the first
+// announces it (announced reports whether this one did). So workers that
+// all see one change (each watching the same upstream) announce it once.
+func (s *Catalog) AnnounceResourceChange(ctx context.Context, uri, change string, keep time.Duration) (announced bool, err error) {
+	n, err := resourceChangeScript.Run(ctx, s.rdb, []string{s.keys.resourceChange(uri, change)},
+		uri, s.keys.ResourceUpdates(), max(keep.Milliseconds(), 1)).Int()
+	if err != nil {
+		return false, fmt.Errorf("catalog: announce a change of %s: %w", uri, err)
+	}
+	return n == 1, nil
 }

@@ -31,6 +31,18 @@ func (k Keys) Lists() string { return k.Prefix + "lists" }
 // the resource URI. Type: pub/sub channel.
 func (k Keys) ResourceUpdates() string { return k.Prefix + "resource-updates" }
 
+// resourceChange marks that the change named change of the resource uri
+// was announced (AnnounceResourceChange). Type: string, with an expiry.
+func (k Keys) resourceChange(uri, change string) string {
+	return k.Prefix + "resource-change:" + change + ":" + uri
+}
+
+//go:embed resource_change.lua
+var resourceChangeSource string
+
+// resourceChangeScript runs resource_change.lua (its contract heads the file).
+var resourceChangeScript = redis.NewScript(resourceChangeSource)
+
 //go:embed serving.lua
 var servingSource string
 

@@ -26,6 +26,8 @@ type Call struct {
 	// wait began: its status changes go out as notifications/tasks/status
 	// on the request's stream.
 	watched *taskstate.Record
+	// stream names the request's resumable stream ("" before it has one).
+	stream string
 	// asked holds the input request keys the call's stream carried
 	// already; relayInput does not ask them again.
 	asked map[string]bool

@@ -91,7 +91,8 @@ func (c *Call) askInput(ctx context.Context, rec *taskstate.Record, asked map[st
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if asked[k] {
+		if asked[k] || c.onGetStream(ctx, ref.ID, k) {
+			asked[k] = true
 			continue
 		}
 		asked[k] = true
@@ -111,6 +112,19 @@ func (c *Call) askInput(ctx context.Context, rec *taskstate.Record, asked map[st
 		}
 	}
 	return nil
+}
+
+// onGetStream reports whether the session's GET stream carried the input
+// request key of task already (stream.go, askSession), so a tasks/result
+// does not send it again; otherwise the request is claimed for the
+// tasks/result's stream, and the GET stream leaves it. A held call's task
+// is not the GET stream's: it is never asked there.
+func (c *Call) onGetStream(ctx context.Context, task, key string) bool {
+	if !c.observer || c.session == nil {
+		return false
+	}
+	holder, _, err := c.era.store.ClaimInput(ctx, c.session.Owner, c.session.ID, c.stream, task, key, c.era.cfg.SessionIdle)
+	return err == nil && strings.HasPrefix(holder, getStream)
 }
 
 // ClientResponse is a JSON-RPC response a client POSTs (an answer to an

@@ -40,6 +40,12 @@ func (k Keys) SessionGetStream(owner, id string) string { return k.Session(owner
 // Type: hash; it expires with its session.
 func (k Keys) SessionSentStates(owner, id string) string { return k.Session(owner, id) + ":sent" }
 
+// SessionAsked records which stream of a session carried each input
+// request of its tasks: field "TASK:KEY", value the stream's name, so a
+// request goes out on one of the session's streams (Store.ClaimInput); it
+// expires with its session. Type: hash.
+func (k Keys) SessionAsked(owner, id string) string { return k.Session(owner, id) + ":asked" }
+
 // SessionTasks indexes the tasks a session created with a task parameter:
 // member task id, score its creation (unix ms); at most MaxSessionTasks,
 // expiring with the session. Type: sorted set.

@@ -89,7 +89,8 @@ func (c *Call) holdResumable(ctx context.Context, ref taskstate.Ref) {
 // request is recorded for a resume. A tasks/result never cancels its task,
 // so nothing else changes when its stream breaks.
 func (c *Call) watchResumable(ctx context.Context, ref taskstate.Ref) {
-	l := c.era.newEventLog(ctx, c.session, resultStream+taskstate.NewID(), false)
+	c.stream = resultStream + taskstate.NewID()
+	l := c.era.newEventLog(ctx, c.session, c.stream, false)
 	l.call = &StreamCall{RequestID: c.req.RPC().ID, TaskID: ref.ID}
 	c.req.Log(l)
 }
@@ -133,6 +134,7 @@ func replay(req Request, stream, entry string, events []StreamEvent) (final bool
 // and its final response, as the POST would have sent them.
 func (c *Call) resume(ctx context.Context, w http.ResponseWriter, stream, entry string) {
 	e := c.era
+	c.stream = stream
 	sc, events, err := c.resumed(ctx, stream)
 	if err != nil {
 		e.host.WriteError(w, err)

@@ -108,7 +108,7 @@ func (s *Store) DeleteSession(ctx context.Context, owner, id string) error {
 	// What the session's streams kept goes with it (the stream logs expire
 	// on their own: without the session nothing can resume them).
 	return s.rdb.Del(ctx, s.keys.SessionGetStream(owner, id), s.keys.SessionTasks(owner, id),
-		s.keys.SessionSentStates(owner, id)).Err()
+		s.keys.SessionSentStates(owner, id), s.keys.SessionAsked(owner, id)).Err()
 }
 
 // MaxSessionSubscriptions bounds the resources one session may subscribe

@@ -185,6 +185,27 @@ func (s *Store) ReleaseGetStream(ctx context.Context, owner, session, stream str
 	return err
 }
 
+// ClaimInput records that stream carries the input request key of task,
+// unless a stream of the session did already: it returns the stream that
+// carries it, and whether this call claimed it. The record expires after
+// idle, with the session.
+func (s *Store) ClaimInput(ctx context.Context, owner, session, stream, task, key string,
+	idle time.Duration) (holder string, claimed bool, err error) {
+	k := s.keys.SessionAsked(owner, session)
+	var set *redis.BoolCmd
+	var got *redis.StringCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.HSetNX(ctx, k, task+":"+key, stream)
+		got = p.HGet(ctx, k, task+":"+key)
+		p.PExpire(ctx, k, idle)
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return got.Val(), set.Val(), nil
+}
+
 // MaxSessionTasks bounds the tasks a session's GET stream follows: the
 // newest task-augmented calls of the session.
 const MaxSessionTasks = 100

@@ -2,8 +2,10 @@ package legacy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -242,17 +244,56 @@ func (g *getStreamOf) taskChanged(ctx context.Context, ref taskstate.Ref) {
 	}
 	task := TaskOf(rec.Task())
 	state := string(task.Status) + "\x00" + task.StatusMessage
-	if g.sent[ref.ID] == state {
-		return
-	}
 	// Decided in Redis: a stream that took over from another learns of a
 	// change the other sent already, and skips it.
-	if ok, err := e.store.SendTaskState(ctx, g.sess.Owner, g.sess.ID, g.stream, ref.ID, rec.Version, state, e.getStreamHold,
-		e.cfg.SessionIdle); err != nil || !ok {
+	if g.sent[ref.ID] != state {
+		if ok, err := e.store.SendTaskState(ctx, g.sess.Owner, g.sess.ID, g.stream, ref.ID, rec.Version, state, e.getStreamHold,
+			e.cfg.SessionIdle); err == nil && ok {
+			g.sent[ref.ID] = state
+			g.send(NotifyTaskStatus, task)
+		}
+	}
+	if rec.Status == proto.StatusInputRequired {
+		g.askSession(ctx, rec)
+	}
+}
+
+// askSession sends the input requests of a parked task of the session
+// that no stream of the session carried yet (a tasks/result waiting for
+// the task carries them itself: Call.onGetStream), each once, with the
+// related-task _meta: a client that only polls tasks/get is asked too
+// (2025-11-25: server messages may come on any SSE stream, the GET
+// stream among them). Its answer is a response POSTed to any front end
+// (ServeResponse). Kinds of input the session did not declare are not
+// asked here (a tasks/result reports them).
+func (g *getStreamOf) askSession(ctx context.Context, rec *taskstate.Record) {
+	e := g.era
+	if !g.mine(ctx) {
 		return
 	}
-	g.sent[ref.ID] = state
-	g.send(NotifyTaskStatus, task)
+	var lc ClientCapabilities
+	_ = json.Unmarshal(g.sess.Capabilities, &lc)
+	caps := proto.ClientCapabilities{Roots: lc.Roots, Sampling: lc.Sampling, Elicitation: lc.Elicitation}
+	keys := make([]string, 0, len(rec.InputRequests))
+	for k := range rec.InputRequests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var r struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params,omitempty"`
+		}
+		if json.Unmarshal(rec.InputRequests[k], &r) != nil || proto.MissingInputCapabilities(caps, []string{r.Method}) != nil {
+			continue
+		}
+		if _, claimed, err := e.store.ClaimInput(ctx, g.sess.Owner, g.sess.ID, g.stream, rec.Ref.ID, k,
+			e.cfg.SessionIdle); err != nil || !claimed {
+			continue // carried already, by this stream or another (or unknown: not risked twice)
+		}
+		g.req.Notify(ServerRequest{JSONRPC: proto.JSONRPCVersion, ID: inputRequestID(rec.Ref.ID, k),
+			Method: r.Method, Params: withRelatedTask(r.Params, rec.Ref.ID)})
+	}
 }
 
 // sessionTasks follows the state changes of a session's tasks for its GET

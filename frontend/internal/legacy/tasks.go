@@ -135,30 +135,6 @@ func (c *Call) getTask(ctx context.Context, id string) (any, error) {
 	return &TaskResult{Meta: c.era.cfg.ResultMeta, Task: TaskOf(rec.Task())}, nil
 }
 
-// cancelTask serves 2025-11-25 tasks/cancel: the task as it is after the
-// cancel was recorded; -32602 for a task that already ended.
-func (c *Call) cancelTask(ctx context.Context, id string) (any, error) {
-	tasks := c.era.tasks
-	ref, err := c.taskRef(id)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := tasks.Get(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	if rec.Status.Terminal() {
-		return nil, proto.NewError(proto.CodeInvalidParams, "Cannot cancel task: already in terminal status %s", rec.Status)
-	}
-	if err := tasks.RequestCancel(ctx, ref); err != nil && !errors.Is(err, taskstate.ErrTerminal) {
-		return nil, err
-	}
-	if rec, err = tasks.Get(ctx, ref); err != nil {
-		return nil, err
-	}
-	return &TaskResult{Meta: c.era.cfg.ResultMeta, Task: TaskOf(rec.Task())}, nil
-}
-
 // listTasks serves 2025-11-25 tasks/list: the caller's own tasks, newest
 // first, 50 a page.
 func (c *Call) listTasks(ctx context.Context) (any, error) {

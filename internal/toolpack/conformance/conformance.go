@@ -82,7 +82,7 @@ func slowCompute(ctx context.Context, c *worker.Call) (*proto.CallToolResult, er
 	total := time.Duration(*a.Seconds * float64(time.Second))
 	for done := time.Duration(0); done < total; done += tick {
 		if done%time.Second == 0 && done > 0 {
-			if err := c.Progress(ctx, fmt.Sprintf("%s: %ds of %gs", a.Label, done/time.Second, *a.Seconds)); err != nil {
+			if err := c.Progress(ctx, progressMessage(a.Label, done, *a.Seconds)); err != nil {
 				return nil, err
 			}
 		}
@@ -92,6 +92,16 @@ func slowCompute(ctx context.Context, c *worker.Call) (*proto.CallToolResult, er
 		}
 	}
 	return worker.TextResult(fmt.Sprintf("Computed %q in %gs", a.Label, *a.Seconds)), nil
+}
+
+// progressMessage is slow_compute's statusMessage after done of seconds:
+// "1s of 3s", after "label: " when the call named one.
+func progressMessage(label string, done time.Duration, seconds float64) string {
+	msg := fmt.Sprintf("%ds of %gs", done/time.Second, seconds)
+	if label == "" {
+		return msg
+	}
+	return label + ": " + msg
 }
 
 func failingJob(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,17 +127,20 @@ func readTemplate(ctx context.Context, c *worker.Call) (*proto.ReadResourceResul
 	return readResult(proto.ResourceContents{URI: a.URI, MimeType: "application/json", Text: &text}, staticTTLMs), nil
 }
 
-// announceWatched tells listeners every watchEvery that the watched
-// resource changed, until ctx is done.
+// announceWatched tells listeners that the watched resource changed at
+// each multiple of watchEvery on the clock, until ctx is done. Every
+// worker running the pack sees the same change, named by its time, so
+// listeners get it once however many workers run (Worker.ResourceChanged).
 func announceWatched(ctx context.Context, w *worker.Worker) {
-	t := time.NewTicker(watchEvery)
-	defer t.Stop()
 	for {
+		next := time.Now().Truncate(watchEvery).Add(watchEvery)
+		t := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
-			_ = w.ResourceUpdated(ctx, watchedURI)
+			_ = w.ResourceChanged(ctx, watchedURI, strconv.FormatInt(next.UnixMilli(), 10), 10*watchEvery)
 		}
 	}
 }
