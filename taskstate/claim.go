@@ -54,7 +54,7 @@ type Claim struct {
 func (s *Store) Claim(ctx context.Context, ref Ref, seq int64, share Share) (*Claim, error) {
 	keys := append(s.liveKeys(ref), s.keys.running(ref.Owner, share.Queue))
 	res, err := claimScript.Run(ctx, s.rdb, keys, s.nowMs(), s.keys.Events(ref), ref.ID,
-		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue).Slice()
+		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue, s.worker).Slice()
 	if err != nil {
 		return nil, err
 	}

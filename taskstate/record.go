@@ -76,6 +76,9 @@ type Record struct {
 	// channel (field 'version'; Event.Version), so a listener can tell an
 	// event it already showed from a newer one.
 	Version int64
+	// Timeline is what happened to the task, oldest first (field 'tl';
+	// timeline.go).
+	Timeline []TimelineEntry
 }
 
 // Deadline is when the task expires; zero when unlimited.
@@ -195,6 +198,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	r.Resumes = parseInt(f["resumes"])
 	r.Lost = parseInt(f["lost"])
 	r.Version = parseInt(f["version"])
+	r.Timeline = parseTimeline(r.CreatedAt, f["tl"])
 	for k, v := range f {
 		if key, ok := strings.CutPrefix(k, "req:"); ok {
 			if r.InputRequests == nil {

@@ -42,6 +42,9 @@ type Options struct {
 	// settled.go), after the script returned, on the caller's goroutine.
 	// It must be fast: metrics counters. Default nil.
 	Settled func(Settlement)
+	// Worker names the worker process whose claims run through this store:
+	// each attempt's timeline entry carries it (timeline.go). Default empty.
+	Worker string
 }
 
 // Defaults of Options.LostAfter and Options.CancelGrace.
@@ -65,6 +68,8 @@ type Store struct {
 	waitTimeout  time.Duration
 	// settled is Options.Settled.
 	settled func(Settlement)
+	// worker is Options.Worker.
+	worker string
 	// owners remembers owners already in Keys.owners, to add each once.
 	owners sync.Map
 }
@@ -92,7 +97,7 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
 		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout,
-		settled: opts.Settled, catalog: catalog.New(rdb, opts.Prefix, opts.Clock)}
+		settled: opts.Settled, worker: opts.Worker, catalog: catalog.New(rdb, opts.Prefix, opts.Clock)}
 }
 
 // Catalog returns the shared catalog on the store's Redis, prefix and clock.

@@ -32,6 +32,10 @@ type Config struct {
 	// Prefix starts every Redis key name of the deployment (default
 	// DefaultPrefix); front ends and workers of one deployment share it.
 	Prefix string
+	// Name names this worker process in the timeline of each task it claims
+	// and in the operator view (default: host name and process id, like
+	// gpu-3-4711; docs/dashboard.md).
+	Name string
 	// Concurrency is how many jobs run at once (default 10) when Queues is empty.
 	Concurrency int
 	// Queues, when set, names the queues this worker serves and how many
@@ -172,6 +176,9 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 10
 	}
+	if cfg.Name == "" {
+		cfg.Name = defaultName()
+	}
 	if cfg.TaskCheckInterval <= 0 {
 		cfg.TaskCheckInterval = 20 * time.Millisecond
 	}
@@ -238,7 +245,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		jobs: map[string]map[int64]func(){},
 		enq:  queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL}),
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
-			Settled: billmetrics.New(cfg.Metrics).Settled})} // billing totals of the settlements its scripts return
+			Worker: cfg.Name, Settled: billmetrics.New(cfg.Metrics).Settled})} // billing totals of the settlements its scripts return
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")
 	}
