@@ -37,7 +37,11 @@ type ListResult struct {
 // (issue 13, finding 5; docs/security.md). 'x' says an ended task keeps
 // long values in its companion (Keys.TaskExtra): a statusMessage longer
 // than 64 bytes is then read from there (extraMessages).
-var listFields = []string{"status", "statusMessage", "owner", "tool", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs", "x"}
+// 'startedAt' and 'cost' (scripts/timeline.lua) are short, so they stay
+// in the record and a listing shows queued time and money without the
+// timeline or receipt.
+var listFields = []string{"status", "statusMessage", "owner", "tool", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs", "x",
+	"startedAt", "cost"}
 
 // ErrBadCursor: the cursor was not made by ListTasks.
 var ErrBadCursor = errors.New("taskstate: invalid cursor")

@@ -35,6 +35,7 @@ func TestTimeline(t *testing.T) {
 				LostAfter: 10 * time.Second, Worker: "w2"})
 			ref := e.create(t, taskstate.CreateParams{})
 			created := e.get(t, ref).CreatedAt
+			e.clock.Advance(500 * time.Millisecond) // queued
 			a := e.claim(t, ref)
 			e.clock.Advance(time.Second)
 			if err := e.s.RequestInput(ctx(t), ref, a, map[string]json.RawMessage{"k1": json.RawMessage(`{"method":"elicitation/create","params":{}}`)}); err != nil {
@@ -64,8 +65,11 @@ func TestTimeline(t *testing.T) {
 			if got := kinds(r.Timeline); !reflect.DeepEqual(got, want) {
 				t.Fatalf("timeline %q, want %q", got, want)
 			}
-			if at := r.Timeline[6].At.Sub(created); at != 15*time.Second {
-				t.Errorf("ended %s after creation, want 15s", at)
+			if at := r.Timeline[6].At.Sub(created); at != 15500*time.Millisecond {
+				t.Errorf("ended %s after creation, want 15.5s", at)
+			}
+			if q := r.StartedAt.Sub(created); q != 500*time.Millisecond {
+				t.Errorf("first claimed %s after creation, want 500ms (the later claims leave it)", q)
 			}
 			att := taskstate.Attempts(r.Timeline)
 			ended := make([]string, len(att))

@@ -46,8 +46,8 @@ elseif ARGV[4] ~= '' then
   fields[#fields + 1] = ARGV[5]
 end
 redis.call('HSET', KEYS[1], unpack(fields))
-timeline('e', ARGV[1], ARGV[3])
 local receipt, tool = settle_task(ARGV[8], ARGV[3], ARGV[1])
+timeline('e', ARGV[1], ARGV[3])
 ended(ARGV[8])
 -- A short result of an unbilled task rides on the event (EVENT_RESULT_MAX):
 -- it is all a waiting call answers with (a receipt joins it on read).

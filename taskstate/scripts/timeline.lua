@@ -12,6 +12,10 @@
 -- a task asked for input many times cannot grow its record without bound.
 -- Call it before compact(): an ended record keeps a long 'tl' in its
 -- companion like any long value.
+-- Two short fields ride along, so a listing (list.go) reads them without
+-- the timeline: 'startedAt' (unix ms of the first claim) and, at the end,
+-- 'cost' from the receipt ('<reserved> <charged> <released>', as
+-- create.lua first writes it for a priced call).
 local TIMELINE_MAX = 2048
 
 local function timeline(kind, now, detail)
@@ -22,4 +26,12 @@ local function timeline(kind, now, detail)
   local tl = f[2] or ''
   if kind ~= 'e' and #tl + #e >= TIMELINE_MAX then return end
   redis.call('HSET', KEYS[1], 'tl', tl .. e .. ';')
+  if kind == 's' then redis.call('HSETNX', KEYS[1], 'startedAt', now) end
+  if kind == 'e' then
+    local receipt = redis.call('HGET', KEYS[1], 'receipt')
+    if receipt then
+      local r = cjson.decode(receipt)
+      redis.call('HSET', KEYS[1], 'cost', int(r.reserved) .. ' ' .. int(r.charged) .. ' ' .. int(r.released))
+    end
+  end
 end
