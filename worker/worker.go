@@ -152,6 +152,8 @@ type Worker struct {
 	mu      sync.Mutex
 	entries map[string]*entry // by catalog.Entry.Key
 	running bool
+	queues  map[string]int // what Run serves: queue → slots (groups)
+	started time.Time      // when New made the worker (catalog.WorkerInfo)
 	// jobs holds the check-now function (watch) of each running delivery, by task id
 	// and attempt (a stale delivery of a task may still run beside a newer
 	// one), for the worker-wide stops subscription.
@@ -241,7 +243,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
 	cfg.Blobs.setDefaults(cfg.MaxTTL)
-	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
+	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}), started: time.Now(),
 		jobs: map[string]map[int64]func(){},
 		enq:  queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL}),
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
@@ -279,6 +281,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	w.running = n > 0
+	w.queues = w.groups(named)
 	w.mu.Unlock()
 	if n == 0 {
 		if len(w.cfg.Queues) > 0 {
@@ -332,6 +335,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			w.stopping.Store(true)
 			srvs.Stop()
+			w.forget()
 			w.log.Info("worker stopped")
 			return nil
 		case <-tick.C:
@@ -418,8 +422,10 @@ func (w *Worker) publish(ctx context.Context) error {
 	if err := w.store.Catalog().Publish(ctx, defs); err != nil {
 		return err
 	}
-	_, err := w.serve(ctx, keys)
-	return err
+	if _, err := w.serve(ctx, keys); err != nil {
+		return err
+	}
+	return w.describe(ctx, keys)
 }
 
 // serve heartbeats keys into the serving set for ServedIntervals intervals.
