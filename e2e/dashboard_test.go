@@ -111,6 +111,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(row(gate)+` td.status.working`)),
 		chromedp.WaitVisible(css(row(ask)+` td.status.input_required`)),
 		chromedp.WaitVisible(css(`#live.on`)))
+	if tool, err := chromedp.Run(bctx, chromedp.Text(css(row(gate)+` td.tool`))); err != nil || tool != opsGate {
+		t.Errorf("the running task's tool shows %q (%v), want %q", tool, err, opsGate)
+	}
 
 	// Answer the input request through the generated form.
 	do("answer the input request", chromedp.Click(css(row(ask))),
@@ -132,7 +135,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	close(release)
 	do("see the running task complete", chromedp.WaitVisible(css(row(gate)+`[data-via="stream"] td.status.completed`)),
 		chromedp.Click(css(row(gate))),
-		chromedp.WaitVisible(css(`#d-result img`)))
+		chromedp.WaitVisible(css(`#d-result img`)),
+		// Its page's timeline: created, the attempt on its worker, the end.
+		chromedp.WaitVisible(css(`#d-timeline li[data-kind="started"]`)),
+		chromedp.WaitVisible(css(`#d-timeline li[data-kind="ended"]`)))
 	loaded, err := chromedp.Run(bctx, chromedp.Evaluate[bool](
 		`(() => { const i = document.querySelector("#d-result img"); return i.complete && i.naturalWidth === 64; })()`))
 	if err != nil || !loaded {
@@ -142,6 +148,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
+	do("narrow to a phone's width", chromedp.EmulateViewport(390, 844))
+	phone, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("phone screenshot: %v", err)
+	}
+	wide, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+	if err != nil || wide {
+		t.Errorf("at phone width the page scrolls sideways (%v)", err)
+	}
 	dirs := []string{t.ArtifactDir()}
 	if d := os.Getenv("MCPQ_SCREENSHOT_DIR"); d != "" {
 		dirs = append(dirs, d)
@@ -150,10 +165,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(d, "dashboard.png")
-		if err := os.WriteFile(p, shot, 0o644); err != nil {
-			t.Fatal(err)
+		for name, png := range map[string][]byte{"dashboard.png": shot, "dashboard-phone.png": phone} {
+			p := filepath.Join(d, name)
+			if err := os.WriteFile(p, png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", p)
 		}
-		t.Logf("screenshot: %s", p)
 	}
 }

@@ -133,6 +133,10 @@ type Config struct {
 	// WaitTimeout bounds that wait (default 1s); keep it below the Redis
 	// client's read timeout (3s unless REDIS_URL sets read_timeout).
 	WaitTimeout time.Duration
+	// Admins are the principals that see the operator view: GET /v1/ops/*
+	// (queues, workers, catalog coverage; docs/dashboard.md). Everyone
+	// else gets 403 there. Default none.
+	Admins []string
 	// Billing turns billing on (docs/billing.md): a call of a tool with a
 	// Price reserves its ceiling from the caller's account when its task
 	// is created, and is refused when the balance does not cover it.

@@ -43,13 +43,14 @@ func writeREST(w http.ResponseWriter, status int, v any) {
 // taskList is the body of GET /v1/tasks.
 type taskList struct {
 	// Tasks are the caller's tasks, newest first.
-	Tasks []proto.Task `json:"tasks"`
+	Tasks []taskSummary `json:"tasks"`
 	// NextCursor continues the listing; absent on the last page.
 	NextCursor string `json:"nextCursor,omitempty"`
 }
 
-// listMyTasks serves GET /v1/tasks?status=&limit=&cursor=: the caller's own
-// tasks, newest first. No other principal's task can appear: only the
+// listMyTasks serves GET /v1/tasks?status=&tool=&since=&until=&limit=&cursor=
+// (or ?id= for one): the caller's own tasks, newest first (console.go
+// says what each carries). No other principal's task can appear: only the
 // caller's index is read.
 func (s *Server) listMyTasks(w http.ResponseWriter, r *http.Request) {
 	principal, err := s.admit(w, r)
@@ -58,7 +59,11 @@ func (s *Server) listMyTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	o := taskstate.ListOptions{Status: proto.TaskStatus(q.Get("status")), Cursor: q.Get("cursor")}
+	if id := q.Get("id"); id != "" {
+		s.findMyTask(w, r, principal, id)
+		return
+	}
+	o := taskstate.ListOptions{Status: proto.TaskStatus(q.Get("status")), Cursor: q.Get("cursor"), Tool: q.Get("tool")}
 	switch o.Status {
 	case "", proto.StatusWorking, proto.StatusInputRequired, proto.StatusCompleted, proto.StatusFailed, proto.StatusCancelled:
 	default:
@@ -67,6 +72,12 @@ func (s *Server) listMyTasks(w http.ResponseWriter, r *http.Request) {
 	}
 	var ok bool
 	if o.Limit, ok = queryLimit(w, q, 0, 500); !ok {
+		return
+	}
+	if o.Since, ok = queryTime(w, q, "since"); !ok {
+		return
+	}
+	if o.Until, ok = queryTime(w, q, "until"); !ok {
 		return
 	}
 	res, err := s.store.ListTasks(r.Context(), principal, o)
@@ -78,9 +89,10 @@ func (s *Server) listMyTasks(w http.ResponseWriter, r *http.Request) {
 		s.restFail(w, err)
 		return
 	}
-	out := taskList{Tasks: make([]proto.Task, len(res.Tasks)), NextCursor: res.Next}
+	titles := s.toolTitles(r.Context())
+	out := taskList{Tasks: make([]taskSummary, len(res.Tasks)), NextCursor: res.Next}
 	for i, rec := range res.Tasks {
-		out.Tasks[i] = rec.Task()
+		out.Tasks[i] = s.summarize(rec, titles)
 	}
 	writeREST(w, http.StatusOK, out)
 }
@@ -107,6 +119,7 @@ type restTask struct {
 	// Receipt is the task's billing receipt once its reservation settled
 	// (taskstate.Receipt; absent for a free task or one still running).
 	Receipt json.RawMessage `json:"receipt,omitempty"`
+	taskPage
 }
 
 // getMyTask serves GET /v1/tasks/{id}: one of the caller's tasks, as
@@ -122,5 +135,6 @@ func (s *Server) getMyTask(w http.ResponseWriter, r *http.Request) {
 		s.restFail(w, err)
 		return
 	}
-	writeREST(w, http.StatusOK, restTask{DetailedTask: rec.Detailed(), Receipt: rec.Receipt})
+	writeREST(w, http.StatusOK, restTask{DetailedTask: rec.Detailed(), Receipt: rec.Receipt,
+		taskPage: s.page(rec, s.toolTitles(r.Context()))})
 }

@@ -9,7 +9,9 @@ import (
 // Handler returns the HTTP routes: POST /mcp, GET and DELETE /mcp with a
 // legacy session (its stream, its end; 405 for other methods and without
 // a session),
-// GET /v1/tasks and /v1/tasks/{id} (the caller's own tasks), GET /healthz
+// GET /v1/tasks, /v1/tasks/{id} and its /arguments (the caller's own
+// tasks; console.go), GET /v1/ops/* (the operator view, admins only;
+// ops.go), GET /healthz
 // (liveness), GET /readyz (readiness: Redis and the catalog answer) and
 // GET /metrics (Prometheus; observe.go) and GET /dashboard/ (the task
 // dashboard; dashboard.go), and with OAuth the protected resource
@@ -22,6 +24,10 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/mcp", methodNotAllowed)
 	r.Handle("/v1/tasks", s.checkOrigin(http.HandlerFunc(s.listMyTasks))).Methods(http.MethodGet)
 	r.Handle("/v1/tasks/{id}", s.checkOrigin(http.HandlerFunc(s.getMyTask))).Methods(http.MethodGet)
+	r.Handle("/v1/tasks/{id}/arguments", s.checkOrigin(http.HandlerFunc(s.getMyArguments))).Methods(http.MethodGet)
+	r.Handle("/v1/ops/queues", s.checkOrigin(s.operator(s.opsQueues))).Methods(http.MethodGet)
+	r.Handle("/v1/ops/workers", s.checkOrigin(s.operator(s.opsWorkers))).Methods(http.MethodGet)
+	r.Handle("/v1/ops/catalog", s.checkOrigin(s.operator(s.opsCatalog))).Methods(http.MethodGet)
 	r.Handle("/v1/account", s.checkOrigin(http.HandlerFunc(s.getMyAccount))).Methods(http.MethodGet)
 	r.Handle("/v1/ledger", s.checkOrigin(http.HandlerFunc(s.getMyLedger))).Methods(http.MethodGet)
 	if o, ok := s.cfg.Auth.(*OAuth); ok {
@@ -48,6 +54,9 @@ func private(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// muxVar is the path variable name of the matched route.
+func muxVar(r *http.Request, name string) string { return mux.Vars(r)[name] }
 
 var noStore, noSniff = []string{"no-store"}, []string{"nosniff"}
 

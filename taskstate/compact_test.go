@@ -149,6 +149,18 @@ func TestEndedRecordCompact(t *testing.T) {
 					t.Fatalf("version %d after %d, receipt %s", got.Version, want.Version, got.Receipt)
 				}
 				want.Version, want.Receipt = got.Version, got.Receipt
+				// Every end adds to the timeline (timeline_test.go checks what).
+				if n := len(want.Timeline); len(got.Timeline) <= n || !reflect.DeepEqual(got.Timeline[:n], want.Timeline) ||
+					got.Timeline[len(got.Timeline)-1].Kind != taskstate.TimelineEnded {
+					t.Fatalf("timeline %+v after %+v", got.Timeline, want.Timeline)
+				}
+				want.Timeline = got.Timeline
+				// The settled cost joins the reservation create.lua wrote.
+				if got.Cost == nil || want.Cost == nil || got.Cost.Reserved != want.Cost.Reserved ||
+					got.Cost.Charged+got.Cost.Released != got.Cost.Reserved {
+					t.Fatalf("cost %+v after %+v", got.Cost, want.Cost)
+				}
+				want.Cost = got.Cost
 				if want.Result != nil {
 					var m map[string]any
 					if json.Unmarshal(got.Result, &m) != nil || len(got.Result) < len(result) {

@@ -19,7 +19,7 @@ const leaseKeep = time.Hour
 // worker's lease is lost-after old (takeover.lua). One key for the whole
 // deployment (it is read apart from the task scripts, so on a cluster it
 // may live in any slot). Type: sorted set.
-func (k Keys) workers() string { return k.Prefix + "workers" }
+func (k Keys) leases() string { return k.Prefix + "leases" }
 
 // Worker returns the id this store claims tasks under (Options.Worker).
 func (s *Store) Worker() string { return s.worker }
@@ -34,8 +34,8 @@ func (s *Store) Lease(ctx context.Context) error {
 	}
 	now := s.now()
 	pipe := s.rdb.Pipeline()
-	pipe.ZAddGT(ctx, s.keys.workers(), redis.Z{Score: float64(now.UnixMilli()), Member: s.worker})
-	pipe.ZRemRangeByScore(ctx, s.keys.workers(), "-inf", "("+strconv.FormatInt(now.Add(-leaseKeep).UnixMilli(), 10))
+	pipe.ZAddGT(ctx, s.keys.leases(), redis.Z{Score: float64(now.UnixMilli()), Member: s.worker})
+	pipe.ZRemRangeByScore(ctx, s.keys.leases(), "-inf", "("+strconv.FormatInt(now.Add(-leaseKeep).UnixMilli(), 10))
 	_, err := pipe.Exec(ctx)
 	return err
 }
@@ -46,12 +46,12 @@ func (s *Store) Unlease(ctx context.Context) error {
 	if s.worker == "" {
 		return nil
 	}
-	return s.rdb.ZRem(ctx, s.keys.workers(), s.worker).Err()
+	return s.rdb.ZRem(ctx, s.keys.leases(), s.worker).Err()
 }
 
 // leases reads every worker's last renewal (unix ms) by id.
 func (s *Store) leases(ctx context.Context) (map[string]int64, error) {
-	zs, err := s.rdb.ZRangeWithScores(ctx, s.keys.workers(), 0, -1).Result()
+	zs, err := s.rdb.ZRangeWithScores(ctx, s.keys.leases(), 0, -1).Result()
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -16,6 +17,10 @@ import (
 type ListOptions struct {
 	// Status keeps only tasks in that status (empty: all).
 	Status proto.TaskStatus
+	// Tool keeps only calls of that tool (empty: all).
+	Tool string
+	// Since and Until keep only tasks created in [Since, Until) (zero: no bound).
+	Since, Until time.Time
 	// Limit is the page size (default 50, at most 500).
 	Limit int
 	// Cursor continues after the previous page (from ListResult.Next).
@@ -37,7 +42,17 @@ type ListResult struct {
 // (issue 13, finding 5; docs/security.md). 'x' says an ended task keeps
 // long values in its companion (Keys.TaskExtra): a statusMessage longer
 // than 64 bytes is then read from there (extraMessages).
-var listFields = []string{"status", "statusMessage", "owner", "tool", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs", "x"}
+// 'startedAt' and 'cost' (scripts/timeline.lua) are short, so they stay
+// in the record and a listing shows queued time and money without the
+// timeline or receipt.
+var listFields = []string{"status", "statusMessage", "owner", "tool", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs", "x",
+	"startedAt", "cost"}
+
+// keeps reports whether rec passes the options' filters.
+func (o *ListOptions) keeps(rec *Record) bool {
+	return (o.Status == "" || rec.Status == o.Status) && (o.Tool == "" || rec.Tool == o.Tool) &&
+		(o.Since.IsZero() || !rec.CreatedAt.Before(o.Since)) && (o.Until.IsZero() || rec.CreatedAt.Before(o.Until))
+}
 
 // ErrBadCursor: the cursor was not made by ListTasks.
 var ErrBadCursor = errors.New("taskstate: invalid cursor")
@@ -97,11 +112,14 @@ func (s *Store) ListTasks(ctx context.Context, principal string, o ListOptions) 
 		}
 		for i, z := range batch {
 			id := z.Member.(string)
+			if !o.Since.IsZero() && int64(z.Score) < o.Since.UnixMilli() {
+				return res, nil // newest first: every later entry is older still
+			}
 			if strconv.FormatInt(int64(z.Score), 10) == cursorScore && afterID != "" && id >= afterID {
 				continue // returned on the previous page
 			}
 			rec, ok := decodeRecord(Ref{Owner: owner, ID: id}, fields[i])
-			if !ok || rec.Expired(now) || (o.Status != "" && rec.Status != o.Status) {
+			if !ok || rec.Expired(now) || !o.keeps(rec) {
 				continue
 			}
 			if len(res.Tasks) == o.Limit {

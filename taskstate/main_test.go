@@ -117,11 +117,23 @@ func (e *env) get(t *testing.T, ref taskstate.Ref) *taskstate.Record {
 }
 
 // raw is the record hash as Redis holds it, except 'version', the count of
-// published state changes, which events_test.go checks against the events;
+// published state changes, which events_test.go checks against the events,
+// and the timeline's fields 'tl', 'startedAt' and 'cost', which
+// timeline_test.go checks (rawWithTimeline);
 // an ended task's long fields are merged back from its companion
 // (Keys.TaskExtra) and its marker 'x' left out, so a record reads the same
 // before and after it is compacted.
 func (e *env) raw(t *testing.T, ref taskstate.Ref) map[string]string {
+	t.Helper()
+	m := e.rawWithTimeline(t, ref)
+	delete(m, "tl")
+	delete(m, "startedAt")
+	delete(m, "cost")
+	return m
+}
+
+// rawWithTimeline is raw with the timeline's fields.
+func (e *env) rawWithTimeline(t *testing.T, ref taskstate.Ref) map[string]string {
 	t.Helper()
 	m, err := e.b.Client.HGetAll(ctx(t), e.s.Keys().Task(ref)).Result()
 	if err != nil {

@@ -11,9 +11,14 @@ import (
 var scriptFS embed.FS
 
 // loadScript builds a script from the generated transition table and
-// return codes, the shared prelude and the named transition file.
+// return codes, the shared prelude, the timeline helper and the named
+// transition file.
 func loadScript(name string) *redis.Script {
 	prelude, err := scriptFS.ReadFile("scripts/prelude.lua")
+	if err != nil {
+		panic(err)
+	}
+	timeline, err := scriptFS.ReadFile("scripts/timeline.lua")
 	if err != nil {
 		panic(err)
 	}
@@ -21,7 +26,7 @@ func loadScript(name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(luaTransitions() + luaCodes() + luaLimits + string(prelude) + string(body))
+	return redis.NewScript(luaTransitions() + luaCodes() + luaLimits + string(prelude) + string(timeline) + string(body))
 }
 
 // EventResultMax is the largest result (JSON bytes) a completed task's

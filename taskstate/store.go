@@ -43,9 +43,10 @@ type Options struct {
 	// It must be fast: metrics counters. Default nil.
 	Settled func(Settlement)
 	// Worker, when set, is the id of the worker this store claims tasks
-	// for: Claim records it in the task, Lease renews its liveness, and
-	// the takeover scan keeps a task whose worker's lease is live
-	// (lease.go). Default "": claims name no worker (a front end's store).
+	// for: Claim records it in the task and in the attempt's timeline entry
+	// (timeline.go), Lease renews its liveness, and the takeover scan keeps
+	// a task whose worker's lease is live (lease.go). Default "": claims
+	// name no worker (a front end's store).
 	Worker string
 }
 

@@ -82,11 +82,14 @@ func TestFairWaitingCancelAndExpiry(t *testing.T) {
 	})
 }
 
-// TestFairTakeoverWaitsInLine: a task taken back from a silent delivery
-// is enqueued again and waits in its principal's line under the cap,
-// behind the job that already waited there; both complete: nothing is
-// lost, nothing runs twice at once.
-func TestFairTakeoverWaitsInLine(t *testing.T) {
+// TestFairTakeoverUnderCap: a task taken back from a silent delivery,
+// under a per-principal cap with another job of its principal waiting in
+// line, is run again by a later attempt and both complete: nothing is
+// lost, nothing runs twice at once. (Which of the two runs first depends
+// on when the old run sees its fence: the takeover's job goes to the front
+// of the queue, TestEnqueueFront in internal/queue, but a claim over the
+// cap sends it back until the old run has stopped.)
+func TestFairTakeoverUnderCap(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		h := newHarness(t, b)
@@ -108,20 +111,17 @@ func TestFairTakeoverWaitsInLine(t *testing.T) {
 			return worker.TextResult("quick done"), nil
 		})
 		// Both wait before the worker starts: the first runs, the second
-		// waits under the cap, and the takeover's job joins the line after it.
+		// waits under the cap.
 		lost := h.submitAs(t, "p", "hang", h.queue)
 		waiting := h.submitAs(t, "p", "quick", h.queue)
 		h.start(t, cfg, hang, quick)
 		if rec := h.terminal(t, lost); rec.Status != proto.StatusCompleted || strings.Contains(string(rec.Result), "stale") ||
-			rec.Lost != 1 || rec.Resumes != 1 {
-			t.Fatalf("the taken-over task: %s %s, lost %d, job %d; want completed by a later attempt, on job 1",
+			rec.Lost != 1 || rec.Resumes < 1 {
+			t.Fatalf("the taken-over task: %s %s, lost %d, job %d; want completed by a later attempt, on a later job",
 				rec.Status, rec.Result, rec.Lost, rec.Resumes)
 		}
 		if rec := h.terminal(t, waiting); rec.Status != proto.StatusCompleted {
 			t.Fatalf("the waiting task ended %s", rec.Status)
-		}
-		if !log.before("quick", "rerun", 1) {
-			t.Errorf("the taken-over task ran before the job that waited in line before it: starts %v", log.starts)
 		}
 	})
 }

@@ -4,23 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"os"
-	"strings"
 	"time"
 )
 
-// newWorkerID names one worker process for its lease and the tasks it
-// claims: host, pid and a random part (a restarted worker is a new one).
-func newWorkerID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	host = strings.ReplaceAll(host, ":", "_")
+// workerID names one worker process for its lease, the tasks it claims
+// and their timelines: its Config.Name (host and pid by default) and a
+// random part, so a restarted worker that keeps its --worker-name is still
+// a new one, and its predecessor's tasks are taken over when that one's
+// lease runs out.
+func workerID(name string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return name + ":" + hex.EncodeToString(b[:])
 }
 
 // lease renews the worker's lease every HeartbeatInterval until ctx ends,

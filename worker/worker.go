@@ -32,6 +32,10 @@ type Config struct {
 	// Prefix starts every Redis key name of the deployment (default
 	// DefaultPrefix); front ends and workers of one deployment share it.
 	Prefix string
+	// Name names this worker process in the timeline of each task it claims
+	// and in the operator view (default: host name and process id, like
+	// gpu-3-4711; docs/dashboard.md).
+	Name string
 	// Concurrency is how many jobs run at once (default 10) when Queues is empty.
 	Concurrency int
 	// Queues, when set, names the queues this worker serves and how many
@@ -151,6 +155,8 @@ type Worker struct {
 	mu      sync.Mutex
 	entries map[string]*entry // by catalog.Entry.Key
 	running bool
+	queues  map[string]int // what Run serves: queue → slots (groups)
+	started time.Time      // when New made the worker (catalog.WorkerInfo)
 	// jobs holds the check-now function (watch) of each running delivery, by task id
 	// and attempt (a stale delivery of a task may still run beside a newer
 	// one), for the worker-wide stops subscription.
@@ -174,6 +180,9 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 10
+	}
+	if cfg.Name == "" {
+		cfg.Name = defaultName()
 	}
 	if cfg.TaskCheckInterval <= 0 {
 		cfg.TaskCheckInterval = 20 * time.Millisecond
@@ -237,11 +246,11 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
 	cfg.Blobs.setDefaults(cfg.MaxTTL)
-	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}),
+	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}), started: time.Now(),
 		jobs: map[string]map[int64]func(){},
 		enq:  queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL}),
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
-			Worker:  newWorkerID(),
+			Worker:  workerID(cfg.Name),
 			Settled: billmetrics.New(cfg.Metrics).Settled})} // billing totals of the settlements its scripts return
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")
@@ -276,6 +285,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	w.running = n > 0
+	w.queues = w.groups(named)
 	w.mu.Unlock()
 	if n == 0 {
 		if len(w.cfg.Queues) > 0 {
@@ -333,6 +343,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			w.stopping.Store(true)
 			srvs.Stop()
+			w.forget()
 			w.log.Info("worker stopped")
 			return nil
 		case <-tick.C:
@@ -421,8 +432,10 @@ func (w *Worker) publish(ctx context.Context) error {
 	if err := w.store.Catalog().Publish(ctx, defs); err != nil {
 		return err
 	}
-	_, err := w.serve(ctx, keys)
-	return err
+	if _, err := w.serve(ctx, keys); err != nil {
+		return err
+	}
+	return w.describe(ctx, keys)
 }
 
 // serve heartbeats keys into the serving set for ServedIntervals intervals.

@@ -132,6 +132,9 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 	fs.DurationVar(&cfg.AuthRecheck, "auth-recheck", envDuration("MCPQ_AUTH_RECHECK", 2*time.Second), "how often open streams and held calls check their key again (env MCPQ_AUTH_RECHECK)")
 	fs.IntVar(&cfg.WaitReplicas, "wait-replicas", envInt("MCPQ_WAIT_REPLICAS", 0), "Redis replicas that must hold a task's creation, update or cancel before it is acknowledged, 0 for none (env MCPQ_WAIT_REPLICAS; docs/redis.md)")
 	fs.DurationVar(&cfg.WaitTimeout, "wait-timeout", envDuration("MCPQ_WAIT_TIMEOUT", time.Second), "how long to wait for those replicas before the request fails as not replicated (env MCPQ_WAIT_TIMEOUT)")
+	cfg.Admins = splitList(os.Getenv("MCPQ_ADMIN_PRINCIPALS"))
+	fs.Func("admin-principals", "principals (comma-separated, as named in --api-keys-file or MCPQ_API_KEYS) that see the operator view, GET /v1/ops/* (env MCPQ_ADMIN_PRINCIPALS; docs/dashboard.md)",
+		func(v string) error { cfg.Admins = splitList(v); return nil })
 	fs.BoolVar(&cfg.Billing, "billing", env("MCPQ_BILLING", "") == "true", "reserve priced tools' ceilings from the caller's account and settle them (env MCPQ_BILLING=true; docs/billing.md)")
 	fs.DurationVar(&cfg.IdempotencyTTL, "idempotency-ttl", envDuration("MCPQ_IDEMPOTENCY_TTL", 24*time.Hour), "how long a tools/call idempotency key answers its task, at most the task's TTL (env MCPQ_IDEMPOTENCY_TTL)")
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", envDuration("MCPQ_POLL_INTERVAL", time.Second), "pollIntervalMs for tools that set none (env MCPQ_POLL_INTERVAL)")

@@ -16,6 +16,8 @@ import (
 // process: serving the wrong queues would take jobs meant for other
 // machines.
 func queueFlags(fs *flag.FlagSet, cfg *worker.Config) {
+	fs.StringVar(&cfg.Name, "worker-name", env("MCPQ_WORKER_NAME", ""),
+		"this worker's name in task timelines and the operator view (env MCPQ_WORKER_NAME; default: host name and process id)")
 	envFunc(fs, "queues", "MCPQ_QUEUES",
 		`queues to serve and their concurrency, like gpu=2,cpu=8 (env MCPQ_QUEUES; default: every queue the tools name, sharing --concurrency)`,
 		func(v string) (err error) { cfg.Queues, err = parseQueues(v); return err })

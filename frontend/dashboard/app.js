@@ -82,15 +82,39 @@ function showError(err) {
   $("error").hidden = !err;
 }
 
-// refresh reads the caller's task list and follows the live ones.
-async function refresh() {
+// getJSON GETs one of the front end's /v1 endpoints; it resolves to
+// {status, body}.
+async function getJSON(path) {
+  const resp = await fetch(path, { headers: authHeaders({ Accept: "application/json" }) });
+  let body = null;
+  try { body = await resp.json(); } catch (_) { /* not JSON */ }
+  return { status: resp.status, body };
+}
+
+// listQuery is GET /v1/tasks with the filters of the form.
+function listQuery(cursor) {
+  const q = new URLSearchParams({ limit: "50" });
+  if ($("f-status").value) q.set("status", $("f-status").value);
+  if ($("f-tool").value.trim()) q.set("tool", $("f-tool").value.trim());
+  if ($("f-since").value) q.set("since", String(Date.now() - Number($("f-since").value)));
+  if ($("f-id").value.trim()) q.set("id", $("f-id").value.trim());
+  if (cursor) q.set("cursor", cursor);
+  return "/v1/tasks?" + q;
+}
+
+let nextCursor = "";
+
+// refresh reads the first page of the caller's tasks (more: the next
+// page) and follows the live ones.
+async function refresh(more) {
   try {
-    const resp = await fetch("/v1/tasks?limit=100", { headers: authHeaders({ Accept: "application/json" }) });
-    const body = await resp.json();
-    if (!resp.ok) throw new Error(body.error || "HTTP " + resp.status);
+    const { status, body } = await getJSON(listQuery(more ? nextCursor : ""));
+    if (status !== 200) throw new Error((body && body.error) || "HTTP " + status);
+    nextCursor = body.nextCursor || "";
+    $("more").hidden = !nextCursor;
     for (const t of body.tasks) {
       const known = tasks.get(t.taskId);
-      if (!known || known.lastUpdatedAt < t.lastUpdatedAt) tasks.set(t.taskId, Object.assign({}, known, t, { via: "list" }));
+      if (!known || known.lastUpdatedAt <= t.lastUpdatedAt) tasks.set(t.taskId, Object.assign({}, known, t, { via: (known && known.lastUpdatedAt === t.lastUpdatedAt && known.via) || "list", seenAt: Date.now() }));
     }
     showError(null);
     renderList();
@@ -98,6 +122,76 @@ async function refresh() {
   } catch (err) {
     showError(err);
   }
+  refreshOps();
+}
+
+// shown keeps the tasks the filters keep (the stream may bring others).
+function shown(t) {
+  const st = $("f-status").value, tool = $("f-tool").value.trim(), id = $("f-id").value.trim();
+  return (!st || t.status === st) && (!tool || t.tool === tool) && (!id || t.taskId === id);
+}
+
+const PROGRESS = /(\d+(?:\.\d+)?)\s*(?:of|\/)\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%/;
+
+// progressOf mirrors the front end's reading of a status message
+// (frontend/console.go) so live updates move the bar too.
+function progressOf(t) {
+  if (t.status !== "working" && t.status !== "completed") return null;
+  const m = PROGRESS.exec(t.statusMessage || "");
+  if (!m) return null;
+  if (m[3]) return { done: Math.min(Number(m[3]), 100), total: 100 };
+  const done = Number(m[1]), total = Number(m[2]);
+  return total > 0 && done <= total ? { done, total } : null;
+}
+
+function duration(ms) {
+  if (ms === undefined || ms === null) return "";
+  if (ms < 1000) return ms + " ms";
+  const s = ms / 1000;
+  if (s < 120) return s.toFixed(1) + " s";
+  return Math.floor(s / 60) + " min " + Math.round(s % 60) + " s";
+}
+
+function costText(c) {
+  if (!c) return "";
+  if (c.charged || c.released) return c.charged + " charged, " + c.released + " refunded";
+  return c.reserved + " reserved";
+}
+
+// elapsed is a running task's time since its first claim, counted on.
+function elapsed(t) {
+  if (t.elapsedMs === undefined) return undefined;
+  if (TERMINAL.has(t.status) || !t.seenAt) return t.elapsedMs;
+  return t.elapsedMs + (Date.now() - t.seenAt);
+}
+
+// refreshOps reads the operator view; a principal that is not an admin
+// gets 403 and the view stays hidden.
+async function refreshOps() {
+  try {
+    const [q, w, c] = await Promise.all(["/v1/ops/queues", "/v1/ops/workers", "/v1/ops/catalog"].map(getJSON));
+    if (q.status !== 200 || w.status !== 200 || c.status !== 200) { $("ops").hidden = true; return; }
+    $("ops").hidden = false;
+    fill("ops-queues", q.body.queues, (x) => [x.queue, x.pending, x.active, x.scheduled, duration(x.oldestMs)]);
+    fill("ops-workers", w.body.workers, (x) => [x.name, (x.queues || []).join(", "), x.busy + " / " + x.slots,
+      (x.tools || []).join(", "), new Date(x.heartbeat).toLocaleTimeString()]);
+    fill("ops-catalog", c.body.catalog, (x) => [x.title ? x.key + " (" + x.title + ")" : x.key, x.queue,
+      x.workers.length ? x.workers.join(", ") : "none"]);
+  } catch (err) {
+    $("ops").hidden = true;
+  }
+}
+
+function fill(id, rows, cells) {
+  $(id).tBodies[0].replaceChildren(...(rows || []).map((r) => {
+    const tr = document.createElement("tr");
+    for (const text of cells(r)) {
+      const td = document.createElement("td");
+      td.textContent = String(text);
+      tr.append(td);
+    }
+    return tr;
+  }));
 }
 
 // follow keeps one listen stream open on the tasks that have not ended.
@@ -148,20 +242,39 @@ function update(t, via) {
 
 function renderList() {
   const body = $("tasks").tBodies[0];
-  const rows = [...tasks.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
+  const rows = [...tasks.values()].filter(shown).sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
   body.replaceChildren(...rows.map((t) => {
     const tr = document.createElement("tr");
     tr.dataset.task = t.taskId;
     tr.dataset.via = t.via || "";
+    tr.tabIndex = 0;
     if (t.taskId === selected) tr.className = "selected";
-    const cells = [t.taskId, t.status, t.statusMessage || "", new Date(t.createdAt).toLocaleTimeString()];
-    cells.forEach((text, i) => {
+    const cell = (text, cls) => {
       const td = document.createElement("td");
       td.textContent = text;
-      if (i === 1) td.className = "status " + t.status;
+      if (cls) td.className = cls;
       tr.append(td);
-    });
+      return td;
+    };
+    cell(t.taskId.slice(0, 10) + "…").title = t.taskId;
+    cell(t.title || t.tool || "", "tool").title = t.tool || "";
+    cell(t.status, "status " + t.status).title = t.statusMessage || "";
+    const p = progressOf(t) || t.progress;
+    const pc = cell("", "progress");
+    if (p) {
+      const bar = document.createElement("progress");
+      bar.max = p.total;
+      bar.value = p.done;
+      bar.textContent = bar.title = p.done + " of " + p.total;
+      pc.append(bar);
+    } else {
+      pc.textContent = t.statusMessage || "";
+    }
+    cell(duration(t.queuedMs), "queued");
+    cell(duration(elapsed(t)), "elapsed");
+    cell(costText(t.cost), "cost");
     tr.addEventListener("click", () => select(t.taskId));
+    tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); select(t.taskId); } });
     return tr;
   }));
   $("empty").hidden = rows.length > 0;
@@ -171,10 +284,20 @@ async function select(id) {
   selected = id;
   renderList();
   try {
+    await loadPage(id);
     update(await rpc("tasks/get", id, { taskId: id }), "get");
   } catch (err) {
     showError(err);
   }
+}
+
+// loadPage reads the task page's data (GET /v1/tasks/{id}): timeline,
+// attempts, arguments, receipt and the facts of the listing.
+async function loadPage(id) {
+  const { status, body } = await getJSON("/v1/tasks/" + encodeURIComponent(id));
+  if (status !== 200) throw new Error((body && body.error) || "HTTP " + status);
+  const known = tasks.get(id) || {};
+  tasks.set(id, Object.assign({}, known, body, { via: known.via || "get", seenAt: Date.now() }));
 }
 
 function renderDetail(t) {
@@ -184,8 +307,74 @@ function renderDetail(t) {
   $("d-status").className = "status " + t.status;
   $("d-message").textContent = t.statusMessage || "";
   $("d-cancel").hidden = TERMINAL.has(t.status);
+  const facts = [t.title ? t.tool + " (" + t.title + ")" : t.tool, t.queuedMs !== undefined ? "queued " + duration(t.queuedMs) : "waiting for a worker",
+    t.elapsedMs !== undefined ? "ran " + duration(elapsed(t)) : "", costText(t.cost)];
+  $("d-facts").textContent = facts.filter(Boolean).join(" · ");
   renderInput(t);
   renderResult(t);
+  renderTimeline(t);
+  renderArgs(t);
+  $("d-receipt").textContent = t.receipt ? "Receipt: " + JSON.stringify(t.receipt) : "";
+}
+
+const KINDS = { started: "attempt started", input_requested: "asked for input", answered: "answer received",
+  lost: "worker lost: taken over", cancel_requested: "cancel requested", ended: "ended" };
+
+// renderTimeline lists what happened, with the time since the step before.
+function renderTimeline(t) {
+  const ol = $("d-timeline");
+  let prev = new Date(t.createdAt).getTime();
+  const items = [{ kind: "created", at: t.createdAt }].concat(t.timeline || []);
+  ol.replaceChildren(...items.map((e) => {
+    const li = document.createElement("li");
+    li.dataset.kind = e.kind;
+    const at = new Date(e.at).getTime();
+    let text = (KINDS[e.kind] || e.kind);
+    if (e.attempt) text += " #" + e.attempt;
+    if (e.worker) text += " on " + e.worker;
+    if (e.detail) text += ": " + e.detail;
+    li.textContent = text + " (" + new Date(e.at).toLocaleTimeString() + (at > prev ? ", +" + duration(at - prev) : "") + ")";
+    prev = at;
+    return li;
+  }));
+}
+
+function renderArgs(t) {
+  const box = $("d-args");
+  box.replaceChildren();
+  if (!t.argumentsPreview && !t.argumentsRef) return;
+  const h = document.createElement("h3");
+  h.textContent = "Arguments";
+  box.append(h);
+  if (t.argumentsPreview) {
+    const pre = document.createElement("pre");
+    let text = t.argumentsPreview;
+    try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (_) { text += "…"; }
+    pre.textContent = text;
+    box.append(pre);
+  }
+  if (t.argumentsBytes > (t.argumentsPreview || "").length) {
+    const btn = document.createElement("button");
+    btn.type = "button";
+    btn.textContent = "Download all " + t.argumentsBytes + " bytes";
+    btn.addEventListener("click", () => download(t.taskId));
+    box.append(btn);
+  }
+  if (t.argumentsRef) {
+    const p = document.createElement("p");
+    p.textContent = "Stored object: " + t.argumentsRef;
+    box.append(p);
+  }
+}
+
+async function download(id) {
+  const resp = await fetch("/v1/tasks/" + encodeURIComponent(id) + "/arguments", { headers: authHeaders({}) });
+  if (!resp.ok) { showError(new Error("arguments: HTTP " + resp.status)); return; }
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(await resp.blob());
+  a.download = id + "-arguments.json";
+  a.click();
+  URL.revokeObjectURL(a.href);
 }
 
 function renderResult(t) {
@@ -208,14 +397,20 @@ function renderResult(t) {
       img.alt = "result image";
       img.src = "data:" + block.mimeType + ";base64," + block.data;
       out.append(img);
+    } else if (block.type === "audio") {
+      const audio = document.createElement("audio");
+      audio.controls = true;
+      audio.src = "data:" + block.mimeType + ";base64," + block.data;
+      out.append(audio);
     } else if (block.type === "resource_link") {
       const p = document.createElement("p");
-      p.textContent = "Resource: " + block.uri;
+      p.textContent = "Stored object: " + (block.name || "") + " " + block.uri + (block.mimeType ? " (" + block.mimeType + ")" : "");
       out.append(p);
     }
   }
   if (t.result.structuredContent) {
     const pre = document.createElement("pre");
+    pre.className = "json";
     pre.textContent = JSON.stringify(t.result.structuredContent, null, 2);
     out.append(pre);
   }
@@ -313,6 +508,22 @@ $("d-cancel").addEventListener("click", async () => {
     showError(err);
   }
 });
+
+$("d-copy").addEventListener("click", () => {
+  const line = "mcpq task get " + selected;
+  if (navigator.clipboard) navigator.clipboard.writeText(line).catch(() => {});
+  $("d-copy").dataset.copied = line;
+});
+$("filters").addEventListener("submit", (ev) => { ev.preventDefault(); tasks.clear(); refresh(); });
+$("more").addEventListener("click", () => refresh(true));
+// Elapsed times count on, in place (a rebuilt row would lose the keyboard focus).
+setInterval(() => {
+  for (const tr of $("tasks").tBodies[0].rows) {
+    const t = tasks.get(tr.dataset.task);
+    const td = tr.querySelector("td.elapsed");
+    if (t && td) td.textContent = duration(elapsed(t));
+  }
+}, 1000);
 
 $("key").value = apiKey;
 $("auth").addEventListener("submit", (ev) => {

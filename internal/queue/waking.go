@@ -32,7 +32,7 @@ func (c *wakingClient) EvalSha(ctx context.Context, sha string, keys []string, a
 	if !ok {
 		return c.UniversalClient.EvalSha(ctx, sha, keys, args...)
 	}
-	fair := fairEnqueue.Hash()
+	fair, args := fairEnqueue.Hash(), frontArg(ctx, args)
 	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.EvalSha(ctx, fair, keys, args...) })
 }
 
@@ -44,6 +44,7 @@ func (c *wakingClient) Eval(ctx context.Context, src string, keys []string, args
 	if !ok {
 		return c.UniversalClient.Eval(ctx, src, keys, args...)
 	}
+	args = frontArg(ctx, args)
 	return c.withWake(ctx, ch, func(p redis.Cmdable) *redis.Cmd { return p.Eval(ctx, fairEnqueueSrc, keys, args...) })
 }
 

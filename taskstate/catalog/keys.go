@@ -48,3 +48,7 @@ var servingSource string
 
 // servingScript runs serving.lua (its contract heads the file).
 var servingScript = redis.NewScript(servingSource)
+
+// workers holds each live worker's self-description: field the worker's
+// name, value JSON WorkerInfo (workers.go). Type: hash.
+func (k Keys) workers() string { return k.Prefix + "workers" }

@@ -25,12 +25,14 @@ if not f[4] or f[4] == '0' or status == 'input_required' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
+  timeline('e', ARGV[1], 'cancelled')
   end_task(ARGV[3], ARGV[2])
   return settled(CANCELLED, receipt, tool)
 end
 if f[5] ~= '1' then
   redis.call('HSET', KEYS[1], 'cancel', 1, 'cancelAt', ARGV[1], 'statusMessage', 'Cancelling', 'lastUpdatedAt', ARGV[1])
   look_at(ARGV[3], tonumber(ARGV[1]) + tonumber(ARGV[5]))
+  timeline('x', ARGV[1])
   state_changed(ARGV[2])
 end
 redis.call('PUBLISH', ARGV[4], ARGV[3])

@@ -6,7 +6,8 @@
 -- ARGV[4] the job's sequence number (JobID)   ARGV[5] lost-after (ms)
 -- ARGV[6] the owner's share of the queue: most of its tasks that may run
 -- on it at once (0: no share; KEYS[7] is then left alone)   ARGV[7] the queue's name
--- ARGV[8] the claiming worker's id ('' for none; recorded as 'worker', lease.go)
+-- ARGV[8] the claiming worker's id ('' for none; recorded as 'worker', lease.go,
+-- and in the timeline's attempt entry, timeline.lua)
 -- ARGV[9] the attempts of the task that run in the claiming worker, as ',1,2,'
 -- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
 -- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
@@ -42,6 +43,7 @@ if f[2] == '1' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled',
     'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
+  timeline('e', ARGV[1], 'cancelled')
   end_task(ARGV[3], ARGV[2])
   return {CANCELLED, receipt, tool}
 end
@@ -81,6 +83,7 @@ if attempt > 1 then message = 'Running (attempt ' .. attempt .. ')' end
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1],
   'running', attempt, 'attempt', attempt, 'version', version)
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'worker', ARGV[8]) else redis.call('HDEL', KEYS[1], 'worker') end
+timeline('s', ARGV[1], attempt .. '@' .. (ARGV[8] or ''))
 redis.call('ZADD', KEYS[3], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
 announce(ARGV[2], version, 'working', message, ARGV[1], nil)
 local out = {OK, attempt}

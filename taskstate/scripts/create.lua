@@ -60,6 +60,7 @@ if ceiling then
   local eid = redis.call('XADD', KEYS[8], '*', 'kind', 'reserve', 'task', ARGV[10], 'tool', ARGV[3],
     'reserved', int(ceiling), 'at', ARGV[1])
   redis.call('HSET', KEYS[7], 'r:' .. ARGV[10], int(ceiling) .. ' ' .. eid .. ' ' .. ARGV[3])
+  redis.call('HSET', KEYS[1], 'cost', int(ceiling) .. ' 0 0') -- timeline.lua writes the settled cost
 end
 if ARGV[15] ~= '' then redis.call('SET', KEYS[9], ARGV[10], 'PX', ARGV[15]) end
 return OK

@@ -26,6 +26,7 @@ if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   if not allowed(f[1], 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[8], 'cancelled', ARGV[1])
+  timeline('e', ARGV[1], 'cancelled')
   end_task(ARGV[8], ARGV[7])
   return settled(CANCELLED, receipt, tool)
 end
@@ -46,6 +47,7 @@ elseif ARGV[4] ~= '' then
 end
 redis.call('HSET', KEYS[1], unpack(fields))
 local receipt, tool = settle_task(ARGV[8], ARGV[3], ARGV[1])
+timeline('e', ARGV[1], ARGV[3])
 ended(ARGV[8])
 -- A short result of an unbilled task rides on the event (EVENT_RESULT_MAX):
 -- it is all a waiting call answers with (a receipt joins it on read).

@@ -29,6 +29,7 @@ if status ~= 'working' or (f[6] and f[6] ~= '0') then return {ILLEGAL} end
 if f[2] == '1' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(ARGV[3], 'cancelled', ARGV[1])
+  timeline('e', ARGV[1], 'cancelled')
   end_task(ARGV[3], ARGV[2])
   return {CANCELLED, receipt, tool}
 end
@@ -39,5 +40,6 @@ if not allowed(status, 'failed') then return {ILLEGAL} end
 redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', ARGV[6], 'error', ARGV[5],
   'lastUpdatedAt', ARGV[1])
 local receipt, tool = settle_task(ARGV[3], 'failed', ARGV[1])
+timeline('e', ARGV[1], 'failed')
 end_task(ARGV[3], ARGV[2])
 return {OK, 0, receipt, tool}

@@ -29,5 +29,8 @@ redis.call('HSET', KEYS[1], 'status', 'input_required', 'pending', n, 'running',
   'lastUpdatedAt', ARGV[1], 'heartbeat', ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[4])
 free_slot(ARGV[4]) -- a parked task holds no worker slot
+local asked = {}
+for i = 5, #ARGV, 2 do asked[#asked + 1] = ARGV[i] end
+timeline('q', ARGV[1], table.concat(asked, ','))
 state_changed(ARGV[3])
 return OK

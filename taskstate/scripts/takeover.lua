@@ -45,6 +45,7 @@ if f[6] == '1' then
   if not allowed('working', 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(id, 'cancelled', ARGV[1])
+  timeline('e', ARGV[1], 'cancelled')
   end_task(id, ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {CANCELLED, receipt, tool}
@@ -56,6 +57,7 @@ if f[10] and f[10] ~= '' then
   if now < alive then redis.call('ZADD', KEYS[3], alive, id); return {ILLEGAL} end
 end
 local lost = redis.call('HINCRBY', KEYS[1], 'lost', 1)
+timeline('l', ARGV[1], f[4])
 -- The old attempt's writes are refused from now on (every worker write
 -- carries its attempt); the next claim numbers the new one.
 redis.call('HINCRBY', KEYS[1], 'attempt', 1)
@@ -65,6 +67,7 @@ if lost > tonumber(ARGV[4]) then
   redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', msg, 'lastUpdatedAt', ARGV[1],
     'error', cjson.encode({code = -32603, message = 'Internal error: ' .. msg}))
   local receipt, tool = settle_task(id, 'failed', ARGV[1])
+  timeline('e', ARGV[1], 'failed')
   end_task(id, ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {LIMIT, lost, beat, receipt, tool}

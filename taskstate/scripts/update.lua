@@ -13,16 +13,18 @@ if expired(f[2], f[3], ARGV[1]) then return {EXPIRED} end
 if terminal(f[1]) then return {TERMINAL} end
 if f[1] ~= 'input_required' then return {OK, 0, 0} end
 if not allowed('input_required', 'working') then return {ILLEGAL} end
-local applied = 0
+local applied, keys = 0, {}
 for i = 3, #ARGV, 2 do
   local rk = 'req:' .. ARGV[i]
   if redis.call('HEXISTS', KEYS[1], rk) == 1 then
     redis.call('HDEL', KEYS[1], rk)
     redis.call('HSET', KEYS[1], 'ans:' .. ARGV[i], ARGV[i + 1])
     applied = applied + 1
+    keys[#keys + 1] = ARGV[i]
   end
 end
 if applied == 0 then return {OK, 0, 0} end
+timeline('a', ARGV[1], table.concat(keys, ','))
 local pending = tonumber(f[4] or '0') - applied
 if pending > 0 then
   redis.call('HSET', KEYS[1], 'pending', pending, 'lastUpdatedAt', ARGV[1])

@@ -5,9 +5,15 @@
 -- KEYS[1] the job's asynq task hash   KEYS[2] the queue's pending list,
 -- "asynq:{<queue>}:pending"
 -- ARGV[1] the encoded task message   ARGV[2] the job id   ARGV[3] now (unix ns)
+-- ARGV[4] "front" (optional, front.go): the job goes to the front of the
+-- queue, where dequeue takes the next job (RPOPLPUSH from the right)
 -- Returns 1 (enqueued) or 0 (a job with this id exists).
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'msg', ARGV[1], 'state', 'pending', 'pending_since', ARGV[3])
+if ARGV[4] == 'front' then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  return 1
+end
 -- The payload (internal/queue/job.go) starts {"o":"<owner tag>","id":"
 local owner = string.match(ARGV[1], '{"o":"([^"\\]+)","id":"')
 if not owner then
