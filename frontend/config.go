@@ -215,6 +215,42 @@ func (c *Config) setDefaults() error {
 			*d = v
 		}
 	}
+	c.setLimitDefaults()
+	if c.AuthRecheck == 0 {
+		c.AuthRecheck = 2 * time.Second
+	}
+	def(&c.SyncBudget, 500*time.Millisecond)
+	def(&c.SyncWaitLimit, 5*time.Minute)
+	def(&c.DefaultTTL, time.Hour)
+	def(&c.MaxTTL, DefaultMaxTTL)
+	def(&c.PollInterval, time.Second)
+	def(&c.CatalogTTL, time.Second)
+	def(&c.SessionIdle, time.Hour)
+	if len(c.Eras) == 0 {
+		c.Eras = []string{proto.ProtocolVersion, proto.LegacyVersion}
+	}
+	for _, e := range c.Eras {
+		if e != proto.ProtocolVersion && e != proto.LegacyVersion {
+			return fmt.Errorf("frontend: era %q is not served (want %s or %s)", e, proto.ProtocolVersion, proto.LegacyVersion)
+		}
+	}
+	def(&c.IdempotencyTTL, 24*time.Hour)
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = prometheus.NewRegistry()
+	}
+	return nil
+}
+
+// setLimitDefaults fills in the bounds on what one request or principal
+// may cost (bodies, arguments, JSON values and depth, live tasks, listen
+// streams) that the caller left zero.
+func (c *Config) setLimitDefaults() {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 4 << 20
 	}
@@ -245,33 +281,4 @@ func (c *Config) setDefaults() error {
 	if c.MaxListenStreams == 0 {
 		c.MaxListenStreams = 16
 	}
-	if c.AuthRecheck == 0 {
-		c.AuthRecheck = 2 * time.Second
-	}
-	def(&c.SyncBudget, 500*time.Millisecond)
-	def(&c.SyncWaitLimit, 5*time.Minute)
-	def(&c.DefaultTTL, time.Hour)
-	def(&c.MaxTTL, DefaultMaxTTL)
-	def(&c.PollInterval, time.Second)
-	def(&c.CatalogTTL, time.Second)
-	def(&c.SessionIdle, time.Hour)
-	if len(c.Eras) == 0 {
-		c.Eras = []string{proto.ProtocolVersion, proto.LegacyVersion}
-	}
-	for _, e := range c.Eras {
-		if e != proto.ProtocolVersion && e != proto.LegacyVersion {
-			return fmt.Errorf("frontend: era %q is not served (want %s or %s)", e, proto.ProtocolVersion, proto.LegacyVersion)
-		}
-	}
-	def(&c.IdempotencyTTL, 24*time.Hour)
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Metrics == nil {
-		c.Metrics = prometheus.NewRegistry()
-	}
-	return nil
 }

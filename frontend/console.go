@@ -13,6 +13,7 @@ import (
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/timeline"
 )
 
 // taskFacts are what the console shows of a task beside its wire state,
@@ -48,9 +49,9 @@ type taskSummary struct {
 type taskPage struct {
 	taskFacts
 	// Timeline is what happened to the task, oldest first.
-	Timeline []taskstate.TimelineEntry `json:"timeline,omitempty"`
+	Timeline []timeline.Entry `json:"timeline,omitempty"`
 	// Attempts are its deliveries with their worker and why each ended.
-	Attempts []taskstate.Attempt `json:"attempts,omitempty"`
+	Attempts []timeline.Attempt `json:"attempts,omitempty"`
 	// ArgumentsBytes is the size of the call's arguments while the task
 	// holds them (they go when it ends); ArgumentsPreview their first
 	// argumentsPreviewMax bytes; GET /v1/tasks/{id}/arguments has them whole.
@@ -113,7 +114,7 @@ func (s *Server) summarize(rec *taskstate.Record, titles map[string]string) task
 
 func (s *Server) page(rec *taskstate.Record, titles map[string]string) taskPage {
 	p := taskPage{taskFacts: facts(rec, titles, s.store.Now()), Timeline: rec.Timeline,
-		Attempts: taskstate.Attempts(rec.Timeline), ArgumentsBytes: len(rec.Arguments), ArgumentsRef: rec.ArgumentsRef}
+		Attempts: timeline.Attempts(rec.Timeline), ArgumentsBytes: len(rec.Arguments), ArgumentsRef: rec.ArgumentsRef}
 	if len(rec.Arguments) > 0 {
 		p.ArgumentsPreview = string(rec.Arguments[:min(len(rec.Arguments), argumentsPreviewMax)])
 	}

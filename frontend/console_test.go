@@ -11,6 +11,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/timeline"
 )
 
 // consoleTask is what the console reads of a task in GET /v1/tasks and
@@ -25,9 +26,9 @@ type consoleTask struct {
 	Progress  *struct {
 		Done, Total float64
 	} `json:"progress"`
-	Attempts         []taskstate.Attempt `json:"attempts"`
-	Timeline         []json.RawMessage   `json:"timeline"`
-	ArgumentsPreview string              `json:"argumentsPreview"`
+	Attempts         []timeline.Attempt `json:"attempts"`
+	Timeline         []json.RawMessage  `json:"timeline"`
+	ArgumentsPreview string             `json:"argumentsPreview"`
 }
 
 // TestConsoleAPI: the console's task data: tool, cost from reservation to

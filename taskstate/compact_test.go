@@ -12,6 +12,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/timeline"
 )
 
 // longTask makes a task whose record holds long values everywhere a
@@ -151,7 +152,7 @@ func TestEndedRecordCompact(t *testing.T) {
 				want.Version, want.Receipt = got.Version, got.Receipt
 				// Every end adds to the timeline (timeline_test.go checks what).
 				if n := len(want.Timeline); len(got.Timeline) <= n || !reflect.DeepEqual(got.Timeline[:n], want.Timeline) ||
-					got.Timeline[len(got.Timeline)-1].Kind != taskstate.TimelineEnded {
+					got.Timeline[len(got.Timeline)-1].Kind != timeline.Ended {
 					t.Fatalf("timeline %+v after %+v", got.Timeline, want.Timeline)
 				}
 				want.Timeline = got.Timeline

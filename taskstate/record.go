@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate/timeline"
 )
 
 // Ref names one task: its owner's tag (OwnerTag) and its id.
@@ -77,8 +78,8 @@ type Record struct {
 	// event it already showed from a newer one.
 	Version int64
 	// Timeline is what happened to the task, oldest first (field 'tl';
-	// timeline.go).
-	Timeline []TimelineEntry
+	// package timeline).
+	Timeline []timeline.Entry
 	// StartedAt is when a delivery first claimed the task (field
 	// 'startedAt'); zero while it never ran.
 	StartedAt time.Time
@@ -223,7 +224,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	r.Resumes = parseInt(f["resumes"])
 	r.Lost = parseInt(f["lost"])
 	r.Version = parseInt(f["version"])
-	r.Timeline = parseTimeline(r.CreatedAt, f["tl"])
+	r.Timeline = timeline.Parse(r.CreatedAt, f["tl"])
 	r.StartedAt = parseMs(f["startedAt"])
 	r.Cost = parseCost(f["cost"])
 	for k, v := range f {

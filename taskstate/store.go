@@ -44,7 +44,7 @@ type Options struct {
 	Settled func(Settlement)
 	// Worker, when set, is the id of the worker this store claims tasks
 	// for: Claim records it in the task and in the attempt's timeline entry
-	// (timeline.go), Lease renews its liveness, and the takeover scan keeps
+	// (package timeline), Lease renews its liveness, and the takeover scan keeps
 	// a task whose worker's lease is live (lease.go). Default "": claims
 	// name no worker (a front end's store).
 	Worker string

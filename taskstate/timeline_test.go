@@ -9,10 +9,11 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/timeline"
 )
 
 // kinds is the timeline's entry kinds with their attempt, worker and detail.
-func kinds(tl []taskstate.TimelineEntry) []string {
+func kinds(tl []timeline.Entry) []string {
 	out := make([]string, len(tl))
 	for i, e := range tl {
 		out[i] = e.Kind + " " + e.Worker + " " + e.Detail
@@ -71,7 +72,7 @@ func TestTimeline(t *testing.T) {
 			if q := r.StartedAt.Sub(created); q != 500*time.Millisecond {
 				t.Errorf("first claimed %s after creation, want 500ms (the later claims leave it)", q)
 			}
-			att := taskstate.Attempts(r.Timeline)
+			att := timeline.Attempts(r.Timeline)
 			ended := make([]string, len(att))
 			for i, x := range att {
 				ended[i] = x.Worker + " " + x.Ended

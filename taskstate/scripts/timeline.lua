@@ -1,6 +1,6 @@
 -- timeline.lua: prepended to every script after prelude.lua. The record's
 -- field 'tl' (KEYS[1]) is the task's timeline, compact text that
--- taskstate/timeline.go decodes: entries '<kind><ms after createdAt>' with
+-- taskstate/timeline/timeline.go decodes: entries '<kind><ms after createdAt>' with
 -- ':<detail>' when there is one, each closed by ';'. Kinds:
 --   s  an attempt started (detail '<attempt>@<worker>': claim.lua)
 --   q  the task asked for input (detail: the request keys, ','-joined)

@@ -1,4 +1,8 @@
-package taskstate
+// Package timeline reads a task's timeline: what happened to it from
+// creation to end (each attempt with its worker, questions and answers,
+// takeovers, the end), which the task scripts write into the record's
+// field 'tl' as compact text (taskstate/scripts/timeline.lua).
+package timeline
 
 import (
 	"strconv"
@@ -6,31 +10,31 @@ import (
 	"time"
 )
 
-// Timeline entry kinds (TimelineEntry.Kind), as scripts/timeline.lua
+// Entry kinds (Entry.Kind), as taskstate/scripts/timeline.lua
 // writes them into the record's field 'tl'.
 const (
-	// TimelineStarted: a delivery claimed the task (Attempt, Worker).
-	TimelineStarted = "started"
-	// TimelineAsked: the task asked for input (Detail: the request keys).
-	TimelineAsked = "input_requested"
-	// TimelineAnswered: answers arrived (Detail: their keys).
-	TimelineAnswered = "answered"
-	// TimelineLost: the attempt's worker went silent and the task was
+	// Started: a delivery claimed the task (Attempt, Worker).
+	Started = "started"
+	// Asked: the task asked for input (Detail: the request keys).
+	Asked = "input_requested"
+	// Answered: answers arrived (Detail: their keys).
+	Answered = "answered"
+	// Lost: the attempt's worker went silent and the task was
 	// taken back (Attempt: the lost one).
-	TimelineLost = "lost"
-	// TimelineCancelRequested: a cancel was requested while the task ran.
-	TimelineCancelRequested = "cancel_requested"
-	// TimelineEnded: the task ended (Detail: its final status).
-	TimelineEnded = "ended"
+	Lost = "lost"
+	// CancelRequested: a cancel was requested while the task ran.
+	CancelRequested = "cancel_requested"
+	// Ended: the task ended (Detail: its final status).
+	Ended = "ended"
 )
 
-// timelineKinds maps the one-letter kinds of the record's text to names.
-var timelineKinds = map[byte]string{'s': TimelineStarted, 'q': TimelineAsked, 'a': TimelineAnswered,
-	'l': TimelineLost, 'x': TimelineCancelRequested, 'e': TimelineEnded}
+// kinds maps the one-letter kinds of the record's text to names.
+var kinds = map[byte]string{'s': Started, 'q': Asked, 'a': Answered,
+	'l': Lost, 'x': CancelRequested, 'e': Ended}
 
-// TimelineEntry is one step of a task's life.
-type TimelineEntry struct {
-	// Kind is one of the Timeline* constants.
+// Entry is one step of a task's life.
+type Entry struct {
+	// Kind is one of the kind constants (Started ...).
 	Kind string `json:"kind"`
 	// At is when it happened.
 	At time.Time `json:"at"`
@@ -43,20 +47,20 @@ type TimelineEntry struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// parseTimeline decodes the record's field 'tl': entries
-// '<kind><ms after createdAt>[:<detail>];' (scripts/timeline.lua). An
+// Parse decodes the record's field 'tl' of a task created at created:
+// entries '<kind><ms after createdAt>[:<detail>];'. An
 // entry it cannot read is skipped, so a record written by a newer
 // version still shows the rest.
-func parseTimeline(created time.Time, tl string) []TimelineEntry {
+func Parse(created time.Time, tl string) []Entry {
 	if tl == "" {
 		return nil
 	}
-	out := make([]TimelineEntry, 0, strings.Count(tl, ";"))
+	out := make([]Entry, 0, strings.Count(tl, ";"))
 	for _, raw := range strings.Split(strings.TrimSuffix(tl, ";"), ";") {
 		if len(raw) < 2 {
 			continue
 		}
-		kind, ok := timelineKinds[raw[0]]
+		kind, ok := kinds[raw[0]]
 		if !ok {
 			continue
 		}
@@ -65,13 +69,13 @@ func parseTimeline(created time.Time, tl string) []TimelineEntry {
 		if err != nil {
 			continue
 		}
-		e := TimelineEntry{Kind: kind, At: created.Add(time.Duration(ms) * time.Millisecond)}
+		e := Entry{Kind: kind, At: created.Add(time.Duration(ms) * time.Millisecond)}
 		switch kind {
-		case TimelineStarted:
+		case Started:
 			n, worker, _ := strings.Cut(detail, "@")
-			e.Attempt, e.Worker = parseInt(n), worker
-		case TimelineLost:
-			e.Attempt = parseInt(detail)
+			e.Attempt, e.Worker = atoi(n), worker
+		case Lost:
+			e.Attempt = atoi(detail)
 		default:
 			e.Detail = detail
 		}
@@ -98,24 +102,30 @@ type Attempt struct {
 
 // Attempts folds the timeline into its deliveries, oldest first: each
 // started entry opens one, and the next lost, input request or end closes it.
-func Attempts(tl []TimelineEntry) []Attempt {
+func Attempts(tl []Entry) []Attempt {
 	var out []Attempt
 	open := -1
 	for _, e := range tl {
 		switch e.Kind {
-		case TimelineStarted:
+		case Started:
 			out = append(out, Attempt{Attempt: e.Attempt, Worker: e.Worker, StartedAt: e.At})
 			open = len(out) - 1
-		case TimelineLost, TimelineAsked, TimelineEnded:
+		case Lost, Asked, Ended:
 			if open < 0 {
 				continue
 			}
 			out[open].EndedAt, out[open].Ended = e.At, e.Kind
-			if e.Kind == TimelineEnded {
+			if e.Kind == Ended {
 				out[open].Ended = e.Detail
 			}
 			open = -1
 		}
 	}
 	return out
+}
+
+// atoi reads a decimal number, 0 when it is not one.
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
 }
