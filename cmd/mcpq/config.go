@@ -231,12 +231,20 @@ func newWorker(ctx context.Context, cfg worker.Config, fixtures, tools string) (
 	return w, stopUpstreams, nil
 }
 
-// serveUpstreams starts the upstream MCP servers of the tools file
-// (worker/upstream), publishing their tools into w.
+// serveUpstreams starts the upstream MCP servers of the tools files
+// (a comma-separated list, as --tools takes; worker/upstream), publishing
+// their tools into w.
 func serveUpstreams(w *worker.Worker, tools string, log *slog.Logger) (func(), error) {
-	specs, err := upstream.Load(tools, os.LookupEnv)
-	if err != nil || len(specs) == 0 {
-		return func() {}, err
+	var specs []upstream.Spec
+	for _, file := range splitList(tools) {
+		more, err := upstream.Load(file, os.LookupEnv)
+		if err != nil {
+			return func() {}, err
+		}
+		specs = append(specs, more...)
+	}
+	if len(specs) == 0 {
+		return func() {}, nil
 	}
 	for i := range specs {
 		specs[i].Logger = log
