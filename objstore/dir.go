@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,7 +35,18 @@ func NewDir(root string) (*Dir, error) {
 func (d *Dir) path(key string) string { return filepath.Join(d.root, filepath.FromSlash(key)) }
 
 // Put implements Store.
-func (d *Dir) Put(ctx context.Context, key string, data []byte, contentType string) error {
+func (d *Dir) Put(_ context.Context, key string, data []byte, contentType string) error {
+	return d.write(key, contentType, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// write stores an object the way Put and PutStream do: contentType on
+// the first line of a temporary file beside the object, then what body
+// writes, and the file renamed into place once complete, so a reader never
+// sees half an object.
+func (d *Dir) write(key, contentType string, body func(io.Writer) error) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -53,12 +65,14 @@ func (d *Dir) Put(ctx context.Context, key string, data []byte, contentType stri
 	w := bufio.NewWriter(f)
 	w.WriteString(contentType)
 	w.WriteByte('\n')
-	w.Write(data)
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("objstore: write %s: %w", key, err)
+	err = body(w)
+	if err == nil {
+		err = w.Flush()
 	}
-	if err := f.Close(); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("objstore: write %s: %w", key, err)
 	}
 	if err := os.Rename(f.Name(), p); err != nil {

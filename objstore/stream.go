@@ -1,13 +1,9 @@
 package objstore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -37,41 +33,13 @@ func (s *S3) PutStream(ctx context.Context, key string, r io.Reader, size int64,
 // PutStream implements Streamer: the payload is copied to a temporary
 // file beside the object, which is renamed into place once complete.
 func (d *Dir) PutStream(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
-	if err := checkKey(key); err != nil {
+	return d.write(key, contentType, func(w io.Writer) error {
+		n, err := io.Copy(w, io.LimitReader(ctxReader{ctx, r}, size))
+		if err == nil && n < size {
+			err = fmt.Errorf("%d of %d bytes read", n, size)
+		}
 		return err
-	}
-	if strings.ContainsAny(contentType, "\r\n") {
-		return fmt.Errorf("objstore: content type %q has a line break", contentType)
-	}
-	p := d.path(key)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return fmt.Errorf("objstore: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".put-*")
-	if err != nil {
-		return fmt.Errorf("objstore: %w", err)
-	}
-	defer os.Remove(f.Name()) // no-op after the rename
-	w := bufio.NewWriter(f)
-	w.WriteString(contentType)
-	w.WriteByte('\n')
-	n, err := io.Copy(w, io.LimitReader(ctxReader{ctx, r}, size))
-	if err == nil && n < size {
-		err = fmt.Errorf("%d of %d bytes read", n, size)
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("objstore: write %s: %w", key, err)
-	}
-	if err := os.Rename(f.Name(), p); err != nil {
-		return fmt.Errorf("objstore: %w", err)
-	}
-	return nil
+	})
 }
 
 // ctxReader stops a copy once ctx ends.
