@@ -35,7 +35,7 @@ func TestOperatorSeries(t *testing.T) {
 		}
 		queued := str(e.callTool(metaTasks, toolPriced, map[string]any{"frames": 4}).JSON, "result.taskId") // reserves 30
 		e.callTool(metaTasks, toolPriced, map[string]any{"frames": 4})                                      // 10 left: refused
-		e.callTool(metaTasks, toolPriced, map[string]any{"frames": 0}) // reserves the last 10
+		e.callTool(metaTasks, toolPriced, map[string]any{"frames": 0})                                      // reserves the last 10
 		mustMatch(t, e.taskRPC(proto.MethodTasksCncl, metaTasks, queued), 200, `{"result":{}}`)
 
 		var v series.View
