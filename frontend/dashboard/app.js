@@ -169,17 +169,38 @@ function elapsed(t) {
 // gets 403 and the view stays hidden.
 async function refreshOps() {
   try {
-    const [q, w, c] = await Promise.all(["/v1/ops/queues", "/v1/ops/workers", "/v1/ops/catalog"].map(getJSON));
-    if (q.status !== 200 || w.status !== 200 || c.status !== 200) { $("ops").hidden = true; return; }
+    const paths = ["/v1/ops/queues", "/v1/ops/workers", "/v1/ops/catalog", "/v1/ops/series?minutes=60"];
+    const [q, w, c, s] = await Promise.all(paths.map(getJSON));
+    if ([q, w, c, s].some((r) => r.status !== 200)) { $("ops").hidden = true; return; }
     $("ops").hidden = false;
     fill("ops-queues", q.body.queues, (x) => [x.queue, x.pending, x.active, x.scheduled, duration(x.oldestMs)]);
     fill("ops-workers", w.body.workers, (x) => [x.name, (x.queues || []).join(", "), x.busy + " / " + x.slots,
       (x.tools || []).join(", "), new Date(x.heartbeat).toLocaleTimeString()]);
     fill("ops-catalog", c.body.catalog, (x) => [x.title ? x.key + " (" + x.title + ")" : x.key, x.queue,
       x.workers.length ? x.workers.join(", ") : "none"]);
+    renderSeries(s.body);
   } catch (err) {
     $("ops").hidden = true;
   }
+}
+
+// renderSeries draws the operator view's charts and billing from
+// GET /v1/ops/series.
+function renderSeries(v) {
+  const r = v.rates;
+  $("ops-rates").textContent = "in " + r.createdPerSec.toFixed(2) + " tasks/s · out " + r.claimedPerSec.toFixed(2) +
+    " jobs/s · ended " + r.endedPerSec.toFixed(2) + " tasks/s (last 60 s)";
+  const chart = (id, title, lines, unit) => lineChart($(id), { from: v.from, stepMs: v.stepMs, title, lines }, unit);
+  const S = v.series;
+  chart("chart-tasks", "Tasks per minute", [{ name: "created", values: S.created }, { name: "completed", values: S.completed },
+    { name: "failed", values: S.failed }, { name: "cancelled", values: S.cancelled }]);
+  chart("chart-depth", "Queue depth", Object.keys(v.depth).sort().map((q) => ({ name: q, values: v.depth[q] })));
+  const L = v.latency;
+  chart("chart-latency", "Pickup and duration", [{ name: "pickup p50", values: L.pickupP50Ms }, { name: "pickup p99", values: L.pickupP99Ms },
+    { name: "duration p50", values: L.durationP50Ms }, { name: "duration p99", values: L.durationP99Ms }], " ms");
+  chart("chart-trouble", "Takeovers, cancels, refusals", [{ name: "takeovers", values: S.takeovers },
+    { name: "cancel requests", values: S.cancelRequests }, { name: "refusals", values: S.refusals }]);
+  fill("ops-billing", v.billing, (x) => [x.tool, x.reserved, x.charged, x.released, x.refused]);
 }
 
 function fill(id, rows, cells) {
@@ -388,33 +409,100 @@ function renderResult(t) {
   }
   if (!t.result) return;
   for (const block of t.result.content || []) {
-    if (block.type === "text") {
-      const pre = document.createElement("pre");
-      pre.textContent = block.text;
-      out.append(pre);
-    } else if (block.type === "image") {
-      const img = document.createElement("img");
-      img.alt = "result image";
-      img.src = "data:" + block.mimeType + ";base64," + block.data;
-      out.append(img);
-    } else if (block.type === "audio") {
-      const audio = document.createElement("audio");
-      audio.controls = true;
-      audio.src = "data:" + block.mimeType + ";base64," + block.data;
-      out.append(audio);
-    } else if (block.type === "resource_link") {
-      const p = document.createElement("p");
-      p.textContent = "Stored object: " + (block.name || "") + " " + block.uri + (block.mimeType ? " (" + block.mimeType + ")" : "");
-      out.append(p);
-    }
+    const el = renderBlock(block);
+    if (el) out.append(el);
   }
-  if (t.result.structuredContent) {
-    const pre = document.createElement("pre");
-    pre.className = "json";
-    pre.textContent = JSON.stringify(t.result.structuredContent, null, 2);
-    out.append(pre);
-  }
+  if (t.result.structuredContent) out.append(jsonBlock(t.result.structuredContent));
   if (t.result.isError) out.classList.add("error"); else out.classList.remove("error");
+}
+
+// renderBlock shows one content block as what it is: text (JSON
+// pretty-printed), an image, audio or video with a player, an embedded
+// resource, or a link to a stored object that loads it through
+// resources/read (mcpq's own API) into the page.
+function renderBlock(block) {
+  switch (block.type) {
+    case "text": return textBlock(block.text, "");
+    case "image": case "audio": return media(block.mimeType, "data:" + block.mimeType + ";base64," + block.data);
+    case "resource": {
+      const r = block.resource || {};
+      if (r.blob !== undefined) return media(r.mimeType || "application/octet-stream", "data:" + (r.mimeType || "application/octet-stream") + ";base64," + r.blob, r.uri);
+      return textBlock(r.text || "", r.mimeType || "");
+    }
+    case "resource_link": return storedLink(block);
+  }
+  return null;
+}
+
+function textBlock(text, mimeType) {
+  if (mimeType === "application/json" || /^\s*[{[]/.test(text)) {
+    try { return jsonBlock(JSON.parse(text)); } catch (_) { /* not JSON: as text */ }
+  }
+  const pre = document.createElement("pre");
+  pre.textContent = text;
+  return pre;
+}
+
+function jsonBlock(value) {
+  const pre = document.createElement("pre");
+  pre.className = "json";
+  pre.textContent = JSON.stringify(value, null, 2);
+  return pre;
+}
+
+// media is an image, audio or video element (by mimeType) playing src, or
+// a download link for any other type.
+function media(mimeType, src, name) {
+  const kind = (mimeType || "").split("/")[0];
+  if (kind === "image") {
+    const img = document.createElement("img");
+    img.alt = "result image";
+    img.src = src;
+    return img;
+  }
+  if (kind === "audio" || kind === "video") {
+    const el = document.createElement(kind);
+    el.controls = true;
+    el.preload = "metadata";
+    el.src = src;
+    el.dataset.mimeType = mimeType;
+    return el;
+  }
+  const a = document.createElement("a");
+  a.href = src;
+  a.download = (name || "result").split("/").pop();
+  a.textContent = "Download " + a.download + " (" + mimeType + ")";
+  return a;
+}
+
+// storedLink is a resource_link: its name, type and size, and a button
+// that reads it with resources/read and shows it in place.
+function storedLink(block) {
+  const box = document.createElement("div");
+  box.className = "stored";
+  const p = document.createElement("p");
+  const size = block.size !== undefined ? ", " + block.size + " bytes" : "";
+  p.textContent = "Stored object: " + (block.name || "") + " " + block.uri + (block.mimeType ? " (" + block.mimeType + size + ")" : "");
+  const btn = document.createElement("button");
+  btn.type = "button";
+  btn.textContent = /^(video|audio|image)\//.test(block.mimeType || "") ? "Show" : "Open";
+  btn.addEventListener("click", async () => {
+    try {
+      const res = await rpc("resources/read", block.uri, { uri: block.uri });
+      const c = (res.contents || [])[0] || {};
+      const type = c.mimeType || block.mimeType || "application/octet-stream";
+      if (c.blob === undefined) { box.append(textBlock(c.text || "", type)); }
+      else {
+        const bytes = Uint8Array.from(atob(c.blob), (ch) => ch.charCodeAt(0));
+        box.append(media(type, URL.createObjectURL(new Blob([bytes], { type })), block.name || block.uri));
+      }
+      btn.remove();
+    } catch (err) {
+      showError(err);
+    }
+  });
+  box.append(p, btn);
+  return box;
 }
 
 // renderInput builds one form per elicitation request from its
