@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"image"
 	"image/color"
 	"image/png"
@@ -63,6 +64,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	browser := chromium(t)
 	release := make(chan struct{})
 	pic := testPNG(t)
+	clip, err := os.ReadFile("testdata/clip.webm") // 1 s of 96×64 VP8 (ffmpeg testsrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	video, _ := json.Marshal(map[string]string{"uri": "output:///clip.webm", "mimeType": "video/webm",
+		"blob": base64.StdEncoding.EncodeToString(clip)})
 	const opsGate = "ops_gate" // task: runs until the test releases it, then answers an image
 	e, ctx := newOpsEnv(t, worker.Tool{Name: opsGate, Policy: worker.PolicyTask,
 		Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
@@ -81,7 +88,8 @@ func TestDashboardInBrowser(t *testing.T) {
 				return nil, err
 			}
 			return &proto.CallToolResult{Content: []proto.Content{proto.TextContent("rendered"),
-				{Type: "image", Data: pic, MimeType: "image/png"}}}, nil
+				{Type: "image", Data: pic, MimeType: "image/png"}, {Type: "resource", Resource: video},
+				proto.TextContent(`{"frames":10,"size":[96,64]}`)}}, nil
 		}}), within(t)
 	gate := createTask(t, ctx, e.c, opsGate, nil).TaskID
 	gets := 0
@@ -143,6 +151,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		`(() => { const i = document.querySelector("#d-result img"); return i.complete && i.naturalWidth === 64; })()`))
 	if err != nil || !loaded {
 		t.Errorf("the result image did not load as a 64 px picture (%v)", err)
+	}
+	// The video plays in a <video> player: its metadata loads (96 px wide),
+	// and the JSON text block is pretty-printed.
+	do("load the result video", chromedp.WaitVisible(css(`#d-result video`)), chromedp.Poll[chromedp.Void](
+		`(() => { const v = document.querySelector("#d-result video"); return v.readyState >= 1 && v.videoWidth === 96; })()`))
+	if pretty, err := chromedp.Run(bctx, chromedp.Text(css(`#d-result pre.json`))); err != nil || !strings.Contains(pretty, "\n  \"frames\": 10") {
+		t.Errorf("the JSON text block shows %q (%v), want it pretty-printed", pretty, err)
 	}
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // quality 100: PNG
 	if err != nil {
