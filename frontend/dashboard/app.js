@@ -131,7 +131,7 @@ function shown(t) {
   return (!st || t.status === st) && (!tool || t.tool === tool) && (!id || t.taskId === id);
 }
 
-const PROGRESS = /(\d+(?:\.\d+)?)\s*(?:of|\/)\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%/;
+const PROGRESS = /(\d+(?:\.\d+)?)[a-zA-Z]{0,3}\s*(?:of|\/)\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%/;
 
 // progressOf mirrors the front end's reading of a status message
 // (frontend/console.go) so live updates move the bar too.
