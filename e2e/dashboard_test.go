@@ -99,14 +99,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	ask := createTask(t, ctx, e.c, opsAsk, nil).TaskID
 	e.getUntil(t, ctx, ask, proto.StatusInputRequired, &gets)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 800))
-	actx, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer stopAlloc()
-	bctx, stopBrowser := chromedp.NewContext(actx)
-	defer stopBrowser()
+	bctx := newBrowser(t, ctx, browser)
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	row := func(id string) string { return `tr[data-task="` + id + `"]` }
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -172,6 +165,27 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil || wide {
 		t.Errorf("at phone width the page scrolls sideways (%v)", err)
 	}
+	saveShots(t, map[string][]byte{"dashboard.png": shot, "dashboard-phone.png": phone})
+}
+
+// newBrowser starts headless Chromium (binary browser) at desktop size for
+// the life of the test and returns its tab's context.
+func newBrowser(t *testing.T, ctx context.Context, browser string) context.Context {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 800))
+	actx, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(stopAlloc)
+	bctx, stopBrowser := chromedp.NewContext(actx)
+	t.Cleanup(stopBrowser)
+	return bctx
+}
+
+// saveShots writes screenshots (name → PNG) to the test's artifact folder
+// and to MCPQ_SCREENSHOT_DIR (scripts/test sets it to results/).
+func saveShots(t *testing.T, shots map[string][]byte) {
+	t.Helper()
 	dirs := []string{t.ArtifactDir()}
 	if d := os.Getenv("MCPQ_SCREENSHOT_DIR"); d != "" {
 		dirs = append(dirs, d)
@@ -180,7 +194,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for name, png := range map[string][]byte{"dashboard.png": shot, "dashboard-phone.png": phone} {
+		for name, png := range shots {
 			p := filepath.Join(d, name)
 			if err := os.WriteFile(p, png, 0o644); err != nil {
 				t.Fatal(err)
