@@ -158,14 +158,7 @@ func TestConsoleAcceptance(t *testing.T) {
 	until(t, ctx, "the queue depth sampled at 2", func() bool { return depth() == 2 })
 
 	bctx := newBrowser(t, ctx, browser)
-	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	row := func(id string) string { return `tr[data-task="` + id + `"]` }
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	do := browserSteps(t, bctx)
 	text := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(bctx, chromedp.Text(css(sel)))

@@ -100,14 +100,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	e.getUntil(t, ctx, ask, proto.StatusInputRequired, &gets)
 
 	bctx := newBrowser(t, ctx, browser)
-	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	row := func(id string) string { return `tr[data-task="` + id + `"]` }
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	do := browserSteps(t, bctx)
 	do("open the dashboard", chromedp.Navigate(e.feURL+"/dashboard/"),
 		chromedp.WaitVisible(css(row(gate)+` td.status.working`)),
 		chromedp.WaitVisible(css(row(ask)+` td.status.input_required`)),
@@ -180,6 +173,21 @@ func newBrowser(t *testing.T, ctx context.Context, browser string) context.Conte
 	bctx, stopBrowser := chromedp.NewContext(actx)
 	t.Cleanup(stopBrowser)
 	return bctx
+}
+
+// css selects by a CSS selector; row is the task list's row of task id.
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+func row(id string) string        { return `tr[data-task="` + id + `"]` }
+
+// browserSteps returns a func that runs steps in the tab bctx, failing
+// the test with what was being done.
+func browserSteps(t *testing.T, bctx context.Context) func(what string, steps ...chromedp.Action[chromedp.Void]) {
+	return func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 }
 
 // saveShots writes screenshots (name → PNG) to the test's artifact folder
