@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/series"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -39,6 +41,7 @@ type opsEnv struct {
 	feURL, workerURL string // base URLs
 	spans            *tracetest.InMemoryExporter
 	store            *taskstate.Store // the same Redis, for accounts
+	redis            *redistest.Backend
 }
 
 // Tools of the workload.
@@ -91,7 +94,7 @@ func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
 		t.Fatalf("worker.New: %v", err)
 	}
 	ws := httptest.NewServer(w.Handler())
-	e := &opsEnv{spans: spans, workerURL: ws.URL, store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})}
+	e := &opsEnv{spans: spans, workerURL: ws.URL, redis: b, store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})}
 	// Before Run: the worker is alive but not ready.
 	if code := httpStatus(t, ws.URL+"/healthz"); code != http.StatusOK {
 		t.Fatalf("worker /healthz before Run: %d", code)
@@ -315,6 +318,41 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	}
 	if code := httpStatus(t, e.feURL+"/readyz"); code != http.StatusOK {
 		t.Errorf("front end /readyz: %d", code)
+	}
+	e.checkSeries(t, ctx)
+}
+
+// checkSeries: the operator view's numbers over time (taskstate/series)
+// count TestMetricsAfterWorkload's workload as its metrics do, once the
+// front end's and the worker's flushes (each second) have run.
+func (e *opsEnv) checkSeries(t *testing.T, ctx context.Context) {
+	t.Helper()
+	want := map[string]int64{"created": 6, "completed": 4, "failed": 1, "cancelled": 1,
+		"claimed": 7, "cancelRequests": 1, "takeovers": 0, "refusals": 0} // claimed: 6 tasks + 1 resume after input
+	var got map[string]int64
+	for {
+		v, err := series.Read(ctx, e.redis.Client, e.redis.Prefix, time.Now(), 5) // the workload may span a minute's end
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = map[string]int64{}
+		for name := range want {
+			for _, n := range v.Series[name] {
+				got[name] += n
+			}
+		}
+		var quick int64
+		for _, n := range v.ByTool[opsQuick]["completed"] {
+			quick += n
+		}
+		if maps.Equal(got, want) && quick == 3 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("series %v (%s completed %d), want %v", got, opsQuick, quick, want)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
