@@ -239,6 +239,11 @@ func TestConsoleAcceptance(t *testing.T) {
 	if now := text(`#ops-queues tbody`); now == queued {
 		t.Errorf("the queue table did not change: %q", now)
 	}
+	do("chart one tool's tasks", chromedp.Poll[chromedp.Void](`document.querySelector('#chart-tool option[value="gpu_burn"]') !== null`),
+		chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector("#chart-tool"); s.value = "gpu_burn"; s.dispatchEvent(new Event("change")); })()`))
+	if label := attr(`#chart-tasks svg`, "aria-label"); !strings.HasPrefix(label, "Tasks per minute of gpu_burn: created") {
+		t.Errorf("the tasks chart of gpu_burn reads %q", label)
+	}
 	if b := text(`#ops-billing tbody`); !strings.Contains(b, "gpu_burn") {
 		t.Errorf("billing by tool: %q", b)
 	}

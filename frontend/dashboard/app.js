@@ -184,16 +184,35 @@ async function refreshOps() {
   }
 }
 
+let lastSeries = null; // the latest /v1/ops/series, redrawn when the tool choice changes
+
+// toolChoice keeps the tasks chart's tool list in step with the series
+// and returns the chosen tool's series (null: all tools).
+function toolChoice(byTool) {
+  const sel = $("chart-tool");
+  const tools = Object.keys(byTool).filter((name) => name !== "").sort();
+  const have = [...sel.options].slice(1).map((o) => o.value);
+  if (have.join("\n") !== tools.join("\n")) {
+    const keep = sel.value;
+    sel.replaceChildren(sel.options[0], ...tools.map((name) => { const o = document.createElement("option"); o.value = o.textContent = name; return o; }));
+    sel.value = tools.includes(keep) ? keep : "";
+  }
+  return sel.value ? byTool[sel.value] : null;
+}
+
 // renderSeries draws the operator view's charts and billing from
 // GET /v1/ops/series.
 function renderSeries(v) {
+  lastSeries = v;
   const r = v.rates;
   $("ops-rates").textContent = "in " + r.createdPerSec.toFixed(2) + " tasks/s · out " + r.claimedPerSec.toFixed(2) +
     " jobs/s · ended " + r.endedPerSec.toFixed(2) + " tasks/s (last 60 s)";
   const chart = (id, title, lines, unit) => lineChart($(id), { from: v.from, stepMs: v.stepMs, title, lines }, unit);
   const S = v.series;
-  chart("chart-tasks", "Tasks per minute", [{ name: "created", values: S.created }, { name: "completed", values: S.completed },
-    { name: "failed", values: S.failed }, { name: "cancelled", values: S.cancelled }]);
+  const T = toolChoice(v.byTool) || S;
+  const tool = $("chart-tool").value;
+  chart("chart-tasks", "Tasks per minute" + (tool ? " of " + tool : ""), [{ name: "created", values: T.created }, { name: "completed", values: T.completed },
+    { name: "failed", values: T.failed }, { name: "cancelled", values: T.cancelled }]);
   chart("chart-depth", "Queue depth", Object.keys(v.depth).sort().map((q) => ({ name: q, values: v.depth[q] })));
   const L = v.latency;
   chart("chart-latency", "Pickup and duration", [{ name: "pickup p50", values: L.pickupP50Ms }, { name: "pickup p99", values: L.pickupP99Ms },
@@ -604,6 +623,7 @@ $("d-copy").addEventListener("click", () => {
 });
 $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); tasks.clear(); refresh(); });
 $("more").addEventListener("click", () => refresh(true));
+$("chart-tool").addEventListener("change", () => { if (lastSeries) renderSeries(lastSeries); });
 // Elapsed times count on, in place (a rebuilt row would lose the keyboard focus).
 setInterval(() => {
   for (const tr of $("tasks").tBodies[0].rows) {
