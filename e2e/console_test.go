@@ -259,6 +259,9 @@ func TestConsoleAcceptance(t *testing.T) {
 	shoot("console.png")
 	do("narrow to a phone's width", chromedp.EmulateViewport(390, 844))
 	shoot("console-phone.png")
+	if wide, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)); err != nil || wide {
+		t.Errorf("at phone width the console scrolls sideways (%v)", err)
+	}
 
 	// A non-admin: 403 from every operator endpoint, no operator view.
 	for _, p := range []string{"/v1/ops/queues", "/v1/ops/workers", "/v1/ops/catalog", "/v1/ops/series"} {

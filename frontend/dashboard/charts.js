@@ -2,8 +2,8 @@
 // inline style: colours are attributes and classes of style.css).
 // lineChart(el, {from, stepMs, lines: [{name, values, cls}]}, unit)
 // replaces el's content with one chart: a line per series over the
-// minutes, the largest value and the time span labelled, and a legend
-// that says each line's latest value.
+// minutes (a dot for a lone value), the scale and the time span labelled,
+// and a legend that says each line's latest value.
 "use strict";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -27,7 +27,7 @@ function lineChart(el, chart, unit) {
   svg.append(svgEl("line", { x1: PAD.l, y1: y(0), x2: W - PAD.r, y2: y(0), class: "axis" }));
   svg.append(svgEl("line", { x1: PAD.l, y1: y(top), x2: W - PAD.r, y2: y(top), class: "grid" }));
   const label = (text, attrs) => { const t = svgEl("text", attrs); t.textContent = text; svg.append(t); };
-  label(fmt(top) + (unit || ""), { x: PAD.l - 3, y: y(top) + 4, class: "tick", "text-anchor": "end" });
+  label(fmt(top), { x: PAD.l - 3, y: y(top) + 4, class: "tick", "text-anchor": "end" });
   label("0", { x: PAD.l - 3, y: y(0) + 4, class: "tick", "text-anchor": "end" });
   const start = new Date(chart.from), end = new Date(chart.from + (n - 1) * chart.stepMs);
   label(start.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }), { x: PAD.l, y: H - 4, class: "tick" });
@@ -43,6 +43,11 @@ function lineChart(el, chart, unit) {
       d += (d && l.values[i - 1] !== null && l.values[i - 1] !== undefined ? "L" : "M") + x(i).toFixed(1) + " " + y(v).toFixed(1);
     });
     if (d) svg.append(svgEl("path", { d, class: cls, "data-series": l.name }));
+    // A value with no neighbour to join is a dot (a minute among minutes with none).
+    const has = (i) => l.values[i] !== null && l.values[i] !== undefined;
+    l.values.forEach((v, i) => {
+      if (has(i) && !has(i - 1) && !has(i + 1)) svg.append(svgEl("circle", { cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 2.5, class: "dot " + cls }));
+    });
     const latest = [...l.values].reverse().find((v) => v !== null && v !== undefined);
     const li = document.createElement("li");
     li.className = cls;
