@@ -177,7 +177,7 @@ func (s *suite) publishCatalog(ctx context.Context) error {
 				defs[i].Price = &proto.Price{Base: 1}
 			}
 		}
-		if _, err := s.store.Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
+		if _, err := s.store.Accounts().Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
 			return err
 		}
 	}
