@@ -64,6 +64,11 @@ type Spec struct {
 	Scratch string
 	// Env is added to the program's environment (see Environ).
 	Env map[string]string
+	// AllowNetworks are the IP addresses and prefixes (10.0.0.0/8) that
+	// are not public but that the program's URL fetches may reach:
+	// $MCPQ_ALLOW_NETWORKS, comma-separated. The program's fetcher
+	// enforces it (examples/lib/safefetch.py); none by default.
+	AllowNetworks []string
 	// Timeout bounds one run of the program (0: only the task's TTL does).
 	// A run that takes longer is stopped and is a tool error.
 	Timeout time.Duration
@@ -143,6 +148,9 @@ func (s *Spec) check() error {
 	}
 	if s.Scratch != "" && !filepath.IsAbs(s.Scratch) {
 		return fmt.Errorf("field scratch: %s is not an absolute path", s.Scratch)
+	}
+	if err := checkNetworks(s.AllowNetworks); err != nil {
+		return err
 	}
 	for k, v := range s.Env {
 		switch {

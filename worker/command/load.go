@@ -20,7 +20,7 @@ import (
 
 // fileKeys are the keys of one tool in a tools file.
 var fileKeys = []string{"name", "title", "description", "inputSchema", "outputSchema", "command", "dir", "scratch", "env",
-	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price", "scopes"}
+	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price", "scopes", "allowNetworks"}
 
 // Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
 // its tools, ready for worker.New or Worker.AddTool. The file is an object
@@ -208,6 +208,13 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 			}
 			s.Scopes = append(s.Scopes, sc)
 		}
+	}
+	if v := fields["allowNetworks"]; v != nil {
+		nets, err := allowNetworks(v)
+		if err != nil {
+			return s, fmt.Errorf("field allowNetworks: %w", err)
+		}
+		s.AllowNetworks = nets
 	}
 	if v := fields["price"]; v != nil {
 		var raw any

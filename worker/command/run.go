@@ -244,6 +244,7 @@ func (r *runner) environ(c *worker.Call, d runDir) []string {
 	if d.scratch != "" {
 		env = append(env, envScratch+"="+d.scratch)
 	}
+	env = append(env, envAllowNetworks+"="+strings.Join(r.spec.AllowNetworks, ","))
 	return append(env, envArgs+"="+d.args, envOutput+"="+d.out, envCheckpoint+"="+d.checkpoint,
 		envInput+"="+d.input, envStructured+"="+d.structured, envStop+"="+d.stop, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
 }
