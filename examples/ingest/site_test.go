@@ -32,8 +32,8 @@ type site struct {
 	gets map[string]int
 	cond map[string]int // conditional GETs answered 304
 	text map[string]string
-	gate chan struct{}   // closed: pages are served; open: pages from holdFrom wait
-	hold int             // numbered pages from this one wait for the gate (0: none)
+	gate chan struct{} // closed: pages are served; open: pages from holdFrom wait
+	hold int           // numbered pages from this one wait for the gate (0: none)
 	srv  *http.Server
 }
 
