@@ -1,22 +1,27 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 )
 
-// TestToolFamiliesOnOneWorker: one `mcpq worker` serves the media, OCR
-// and command examples from several tools files (a comma list and the
-// flag repeated), and an OCR call through a front end on a real
-// redis-server completes with its words as structuredContent.
+// TestToolFamiliesOnOneWorker: one `mcpq worker` serves the media, OCR,
+// ingestion and command examples from several tools files (a comma list
+// and the flag repeated); through a front end on a real redis-server an
+// OCR call completes with its words as structuredContent, and a crawl of
+// a loopback site is then found by search_index, answered at once.
 func TestToolFamiliesOnOneWorker(t *testing.T) {
 	t.Parallel()
 	needPython(t)
@@ -31,11 +36,15 @@ func TestToolFamiliesOnOneWorker(t *testing.T) {
 	b := redistest.Real(t)
 	dir := t.TempDir()
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix,
-		"MEDIA_SCRATCH=" + filepath.Join(dir, "media"), "OCR_SCRATCH=" + filepath.Join(dir, "ocr")}
+		"MEDIA_SCRATCH=" + filepath.Join(dir, "media"), "OCR_SCRATCH=" + filepath.Join(dir, "ocr"),
+		"INGEST_SCRATCH=" + filepath.Join(dir, "ingest"), "INGEST_INDEX_DIR=" + filepath.Join(dir, "indexes"),
+		"INGEST_ALLOW_NETWORKS=127.0.0.1"}
 	start(t, "worker", env, nil, "worker", "--tools", "../examples/media/tools.yaml,../examples/ocr/tools.yaml",
-		"--tools", toolsFile, "--concurrency", "2")
-	url := startFrontend(t, env)
-	for _, tool := range []string{"transcode_video", "ocr_pages", "render_image"} {
+		"--tools", "../examples/ingest/tools.yaml", "--tools", toolsFile, "--concurrency", "2")
+	// A sync budget no python3 start misses: search_index (policy auto)
+	// is answered in the call.
+	url := startFrontend(t, env, "--sync-budget", "30s")
+	for _, tool := range []string{"transcode_video", "ocr_pages", "ingest_site", "search_index", "render_image"} {
 		waitCatalog(t, url, tool)
 	}
 	page := filepath.Join(dir, "page.png")
@@ -53,5 +62,35 @@ func TestToolFamiliesOnOneWorker(t *testing.T) {
 	if err := json.Unmarshal(r.StructuredContent, &sc); err != nil || r.IsError || len(sc.Pages) != 1 ||
 		!strings.Contains(strings.ToLower(sc.Pages[0].Text), "served by one worker") {
 		t.Fatalf("result %s (%v)", fmt.Sprint(string(g.Result)), err)
+	}
+	crawlAndSearch(t, ctx, c)
+}
+
+// crawlAndSearch crawls a two-page loopback site with ingest_site (a
+// task) and finds a phrase of its second page with search_index.
+func crawlAndSearch(t *testing.T, ctx context.Context, c *client.Client) {
+	t.Helper()
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<html><title>Home</title><body>Welcome. <a href="/notes">notes</a></body></html>`)
+		case "/notes":
+			fmt.Fprint(w, `<html><title>Notes</title><body><p>the heron nests by the old mill</p></body></html>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer site.Close()
+	task := createTask(t, ctx, c, "ingest_site", map[string]any{"url": site.URL + "/", "index": "e2e"})
+	if r := toolResult(t, waitTask(t, ctx, c, task.TaskID, "completed", hasStatus(proto.StatusCompleted))); r.IsError {
+		t.Fatalf("ingest_site: %+v", r.Content)
+	}
+	a, err := c.CallTool(ctx, "search_index", map[string]any{"query": "heron mill", "index": "e2e"})
+	if err != nil || a.Result == nil {
+		t.Fatalf("search_index answered %+v (%v), want the result in the call", a, err)
+	}
+	var sc struct{ Results []struct{ URL string } }
+	if err := json.Unmarshal(a.Result.StructuredContent, &sc); err != nil || len(sc.Results) != 1 || sc.Results[0].URL != site.URL+"/notes" {
+		t.Fatalf("search_index: %+v (%v)", a.Result, err)
 	}
 }

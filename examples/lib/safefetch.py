@@ -147,37 +147,58 @@ def check_url(url):
         check_address(parts.hostname, info[4][0], nets)
 
 
-def fetch(url, max_bytes=16 << 20, timeout=30.0, headers=None, allow_redirect=None):
-    """GETs url under the rules above; allow_redirect(new_url), when
-    given, must be true for a redirect to be followed (its docstring says
-    why not). An HTTP error status is a Response too (status 404, ...);
-    Refused, TooLarge, and OSError (urllib.error.URLError) for what could
-    not be fetched."""
+def _open(url, headers, timeout, allow_redirect):
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise Refused("%s: only http and https URLs are fetched" % url)
     req = urllib.request.Request(url, headers=dict({"User-Agent": USER_AGENT}, **(headers or {})))
     req.allow_redirect = allow_redirect
-    deadline = time.monotonic() + timeout
     try:
-        resp = _opener.open(req, timeout=timeout)
+        return _opener.open(req, timeout=timeout)
     except urllib.error.HTTPError as e:
-        resp = e
+        return e
     except urllib.error.URLError as e:
         if isinstance(e.reason, Refused):
             raise e.reason
         raise
-    with resp:
-        chunks, size = [], 0
-        while True:
-            if time.monotonic() > deadline:
-                raise TimeoutError("%s: not fetched within %.0fs" % (url, timeout))
-            chunk = resp.read(64 << 10)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > max_bytes:
-                raise TooLarge("%s: over %d bytes" % (url, max_bytes))
-            chunks.append(chunk)
+
+
+def _copy(resp, url, sink, max_bytes, deadline, timeout):
+    """Reads resp's body into sink, bounded in size and time; its size."""
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError("%s: not fetched within %.0fs" % (url, timeout))
+        chunk = resp.read(64 << 10)
+        if not chunk:
+            return size
+        size += len(chunk)
+        if size > max_bytes:
+            raise TooLarge("%s: over %d bytes" % (url, max_bytes))
+        sink(chunk)
+
+
+def fetch(url, max_bytes=16 << 20, timeout=30.0, headers=None, allow_redirect=None):
+    """GETs url under the rules above; allow_redirect(new_url), when
+    given, must be true for a redirect to be followed (its docstring says
+    why not). An HTTP error status is a Response too (status 404, ...);
+    Refused, TooLarge, TimeoutError and OSError (urllib.error.URLError)
+    for what could not be fetched."""
+    deadline = time.monotonic() + timeout
+    with _open(url, headers, timeout, allow_redirect) as resp:
+        chunks = []
+        _copy(resp, url, chunks.append, max_bytes, deadline, timeout)
         return Response(resp.status if hasattr(resp, "status") else resp.code, resp.headers, b"".join(chunks),
                         resp.geturl())
+
+
+def fetch_to(url, path, max_bytes=64 << 30, timeout=3600.0):
+    """GETs url into the file path (streamed: never whole in memory) under
+    the same rules; an HTTP error status raises OSError. Returns the size."""
+    deadline = time.monotonic() + timeout
+    with _open(url, None, timeout, None) as resp:
+        code = resp.status if hasattr(resp, "status") else resp.code
+        if code != 200:
+            raise OSError("%s: HTTP %d" % (url, code))
+        with open(path, "wb") as f:
+            return _copy(resp, url, f.write, max_bytes, deadline, timeout)
