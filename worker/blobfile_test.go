@@ -53,3 +53,37 @@ func TestCommandOutputFilesStreamToTheStore(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestCommandLinksGoToTheStore: output files a tool's Links name go to the
+// object store as resource_links however small; the others stay inline.
+func TestCommandLinksGoToTheStore(t *testing.T) {
+	h := mini(t)
+	store, err := objstore.NewDir(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := command.New(command.Spec{Name: "thumbs", Grace: time.Second, Links: []string{"thumb*.jpg", "media/*.mp4"},
+		Command: []string{"sh", "-c", `mkdir "$MCPQ_OUTPUT/media" && printf v > "$MCPQ_OUTPUT/media/video.mp4" &&
+			printf t > "$MCPQ_OUTPUT/thumb01.jpg" && printf s > "$MCPQ_OUTPUT/summary.txt" && printf o > "$MCPQ_OUTPUT/other.mp4"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config()
+	cfg.Blobs = worker.BlobConfig{Store: store, InlineMaxBytes: 64 << 10}
+	h.start(t, cfg, tool)
+	tk := h.submit(t, "thumbs", `{}`)
+	rec := h.terminal(t, tk)
+	var got proto.CallToolResult
+	if err := json.Unmarshal(rec.Result, &got); err != nil || got.IsError || len(got.Content) != 4 {
+		t.Fatalf("status %s, result %s (%v)", rec.Status, rec.Result, err)
+	}
+	// In path order: media/video.mp4, other.mp4, summary.txt, thumb01.jpg.
+	for i, want := range []string{"resource_link", "resource", "text", "resource_link"} {
+		if c := got.Content[i]; c.Type != want {
+			t.Errorf("block %d (%s): type %s, want %s", i, c.Name, c.Type, want)
+		}
+	}
+	if l := got.Content[3]; l.Name != "thumb01.jpg" || l.MimeType != "image/jpeg" || l.Size == nil || *l.Size != 1 {
+		t.Errorf("thumbnail link %+v", l)
+	}
+}

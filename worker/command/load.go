@@ -20,7 +20,7 @@ import (
 
 // fileKeys are the keys of one tool in a tools file.
 var fileKeys = []string{"name", "title", "description", "inputSchema", "outputSchema", "command", "dir", "scratch", "env",
-	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price", "scopes", "allowNetworks"}
+	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price", "scopes", "allowNetworks", "links"}
 
 // Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
 // its tools, ready for worker.New or Worker.AddTool. The file is an object
@@ -207,6 +207,18 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 				return s, fmt.Errorf("field scopes: line %d: a scope is a non-empty string without spaces or quotes", item.Line)
 			}
 			s.Scopes = append(s.Scopes, sc)
+		}
+	}
+	if v := fields["links"]; v != nil {
+		if v.Kind != yaml.SequenceNode {
+			return s, fmt.Errorf("field links: line %d: a list of file name patterns, not a %s", v.Line, kindName(v))
+		}
+		for _, item := range v.Content {
+			var p string
+			if err := scalar(item, &p); err != nil {
+				return s, fmt.Errorf("field links: %w", err)
+			}
+			s.Links = append(s.Links, p)
 		}
 	}
 	if v := fields["allowNetworks"]; v != nil {

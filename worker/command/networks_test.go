@@ -42,12 +42,14 @@ func TestAllowNetworks(t *testing.T) {
 	}
 }
 
-func TestAllowNetworksErrors(t *testing.T) {
+func TestAllowNetworksAndLinksErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ body, want string }{
 		{"allowNetworks: 127.0.0.1", "field allowNetworks: line 4: a list of IP addresses or prefixes, not a scalar"},
 		{"allowNetworks: [localhost]", `field allowNetworks: line 4: "localhost" is not an IP address or prefix`},
 		{"allowNetworks: [10.0.0.0/33]", `field allowNetworks: line 4: "10.0.0.0/33" is not an IP prefix`},
+		{"links: '*.mp4'", "field links: line 4: a list of file name patterns, not a scalar"},
+		{"links: ['[x']", `field links: "[x" is not a file name pattern`},
 	} {
 		p := filepath.Join(dir, "tools.yaml")
 		if err := os.WriteFile(p, []byte("tools:\n  - name: a\n    command: [a]\n    "+tc.body), 0o644); err != nil {
