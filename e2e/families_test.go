@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -38,7 +39,8 @@ func TestToolFamiliesOnOneWorker(t *testing.T) {
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix,
 		"MEDIA_SCRATCH=" + filepath.Join(dir, "media"), "OCR_SCRATCH=" + filepath.Join(dir, "ocr"),
 		"INGEST_SCRATCH=" + filepath.Join(dir, "ingest"), "INGEST_INDEX_DIR=" + filepath.Join(dir, "indexes"),
-		"INGEST_ALLOW_NETWORKS=127.0.0.1"}
+		"INGEST_ALLOW_NETWORKS=127.0.0.1", "MEDIA_SEGMENT_SECONDS=1", "MEDIA_X264_PRESET=ultrafast",
+		"MCPQ_BLOB_URL=file://" + filepath.Join(dir, "blobs")}
 	start(t, "worker", env, nil, "worker", "--tools", "../examples/media/tools.yaml,../examples/ocr/tools.yaml",
 		"--tools", "../examples/ingest/tools.yaml", "--tools", toolsFile, "--concurrency", "2")
 	// A sync budget no python3 start misses: search_index (policy auto)
@@ -64,6 +66,45 @@ func TestToolFamiliesOnOneWorker(t *testing.T) {
 		t.Fatalf("result %s (%v)", fmt.Sprint(string(g.Result)), err)
 	}
 	crawlAndSearch(t, ctx, c)
+	transcodeToLinks(t, ctx, c, dir)
+}
+
+// transcodeToLinks transcodes a 2 s test clip; the video and its
+// thumbnail come back as resource_links into the object store (the tools
+// file's links), and resources/read of the video answers an MP4 ffprobe
+// reads.
+func transcodeToLinks(t *testing.T, ctx context.Context, c *client.Client, dir string) {
+	t.Helper()
+	clip := filepath.Join(dir, "clip.mp4")
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25:duration=2",
+		"-c:v", "libx264", "-preset", "ultrafast", clip).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip: %v\n%s", err, out)
+	}
+	task := createTask(t, ctx, c, "transcode_video", map[string]any{"input": clip, "height": 90, "thumbnails": 1})
+	r := toolResult(t, waitTask(t, ctx, c, task.TaskID, "completed", hasStatus(proto.StatusCompleted)))
+	links := map[string]proto.Content{}
+	for _, b := range r.Content {
+		if b.Type == "resource_link" {
+			links[b.Name] = b
+		}
+	}
+	video, thumb := links["video.mp4"], links["thumb01.jpg"]
+	if r.IsError || video.MimeType != "video/mp4" || thumb.MimeType != "image/jpeg" {
+		t.Fatalf("transcode_video result %+v, want the video and the thumbnail as resource_links", r.Content)
+	}
+	rr, err := c.ReadResource(ctx, video.URI)
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Blob == nil {
+		t.Fatalf("resources/read %s: %+v (%v)", video.URI, rr, err)
+	}
+	b, err := base64.StdEncoding.DecodeString(*rr.Contents[0].Blob)
+	p := filepath.Join(dir, "read.mp4")
+	if err != nil || os.WriteFile(p, b, 0o600) != nil {
+		t.Fatalf("decode the video: %v", err)
+	}
+	if out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=height", "-of", "default=nw=1", p).Output(); err != nil ||
+		!strings.Contains(string(out), "height=90") {
+		t.Fatalf("ffprobe of the read video: %s (%v)", out, err)
+	}
 }
 
 // crawlAndSearch crawls a two-page loopback site with ingest_site (a
