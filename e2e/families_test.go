@@ -25,15 +25,7 @@ import (
 // a loopback site is then found by search_index, answered at once.
 func TestToolFamiliesOnOneWorker(t *testing.T) {
 	t.Parallel()
-	needPython(t)
-	for _, p := range []string{"tesseract", "ffmpeg"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("MCPQ_REQUIRE_MEDIA") != "" {
-				t.Fatalf("%s is not installed (scripts/test installs it)", p)
-			}
-			t.Skipf("%s is not installed", p)
-		}
-	}
+	needMedia(t, "tesseract", "ffmpeg", "pdftotext")
 	b := redistest.Real(t)
 	dir := t.TempDir()
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix,
@@ -49,12 +41,7 @@ func TestToolFamiliesOnOneWorker(t *testing.T) {
 	for _, tool := range []string{"transcode_video", "ocr_pages", "ingest_site", "search_index", "render_image"} {
 		waitCatalog(t, url, tool)
 	}
-	page := filepath.Join(dir, "page.png")
-	draw := "drawtext=fontfile=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:text='served by one worker':fontsize=40:x=40:y=80:fontcolor=black"
-	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "color=white:s=900x200",
-		"-frames:v", "1", "-vf", draw, page).CombinedOutput(); err != nil {
-		t.Fatalf("render the page: %v\n%s", err, out)
-	}
+	page := renderPage(t, filepath.Join(dir, "page.png"), "served by one worker")
 	ctx := within(t)
 	c := taskClient(url)
 	task := createTask(t, ctx, c, "ocr_pages", map[string]any{"pages": []string{page}})
@@ -104,6 +91,32 @@ func transcodeToLinks(t *testing.T, ctx context.Context, c *client.Client, dir s
 	if out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=height", "-of", "default=nw=1", p).Output(); err != nil ||
 		!strings.Contains(string(out), "height=90") {
 		t.Fatalf("ffprobe of the read video: %s (%v)", out, err)
+	}
+}
+
+// renderPage draws text on a white page image at path (ffmpeg's drawtext
+// with DejaVu Sans) and returns path.
+func renderPage(t *testing.T, path, text string) string {
+	t.Helper()
+	draw := "drawtext=fontfile=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:text='" + text + "':fontsize=40:x=40:y=80:fontcolor=black"
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "color=white:s=900x200",
+		"-frames:v", "1", "-vf", draw, path).CombinedOutput(); err != nil {
+		t.Fatalf("render the page: %v\n%s", err, out)
+	}
+	return path
+}
+
+// needMedia skips (or fails, with MCPQ_REQUIRE_MEDIA) without programs.
+func needMedia(t *testing.T, progs ...string) {
+	t.Helper()
+	needPython(t)
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("MCPQ_REQUIRE_MEDIA") != "" {
+				t.Fatalf("%s is not installed (scripts/test installs it)", p)
+			}
+			t.Skipf("%s is not installed", p)
+		}
 	}
 }
 
