@@ -192,8 +192,11 @@ def visit(db, crawl, url, depth, args, rp, scratch):
         resp = safefetch.fetch(url, max_bytes=MAX_BYTES, timeout=TIMEOUT, headers=conditional(db, url),
                                allow_redirect=same_host(args["url"]))
     except safefetch.Refused as e:
-        crawl.count("errors", "refused")
-        send(status="refused: %s" % e)
+        if getattr(e, "redirect", False):
+            crawl.count("skipped", "redirected off the host")
+        else:
+            crawl.count("errors", "refused")
+            send(status="refused: %s" % e)
         return []
     except safefetch.TooLarge:
         crawl.count("errors", "too large")

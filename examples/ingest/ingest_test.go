@@ -112,8 +112,9 @@ func TestIngestAndSearch(t *testing.T) {
 	if len(want) > 0 || c.Indexed != pageCount || c.IndexPages != pageCount {
 		t.Errorf("pages not indexed: %v; result %+v", want, c)
 	}
-	if c.Errors["http 404"] != 1 || c.Skipped["robots.txt"] != 1 || c.Skipped["off the host"] != 2 {
-		t.Errorf("errors %v, skipped %v: want one 404, one robots.txt, two off the host", c.Errors, c.Skipped)
+	if len(c.Errors) != 1 || c.Errors["http 404"] != 1 || c.Skipped["robots.txt"] != 1 || c.Skipped["off the host"] != 2 ||
+		c.Skipped["redirected off the host"] != 1 {
+		t.Errorf("errors %v, skipped %v: want one 404, one robots.txt, two off the host, one redirect off it", c.Errors, c.Skipped)
 	}
 	gets, _ := s.counts()
 	if gets["/private/secret"] != 0 {

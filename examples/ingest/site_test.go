@@ -102,6 +102,10 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.URL.Path == "/away" {
+		http.Redirect(w, r, "http://10.0.0.1/elsewhere", http.StatusFound)
+		return
+	}
 	body, ctype, ok := s.page(r.URL.Path)
 	if !ok {
 		http.NotFound(w, r)
@@ -120,7 +124,7 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
-// page is what path serves.
+// page is what path serves (/away redirects off the host).
 func (s *site) page(path string) ([]byte, string, bool) {
 	html := func(title, body string) ([]byte, string, bool) {
 		return []byte("<!doctype html><html><head><title>" + title + "</title><style>.x{color:red}</style>" +
@@ -131,7 +135,7 @@ func (s *site) page(path string) ([]byte, string, bool) {
 		return []byte("User-agent: *\nDisallow: /private/\n"), "text/plain", true
 	case "/":
 		return html("Front page", `<h1>Welcome</h1><p>frontword</p><a href="/p/1">first</a> <a href="p/20#top">twenty</a>
-			<a href="/doc.pdf">the report</a> <a href="/missing">gone</a> <a href="/private/secret">secret</a>
+			<a href="/doc.pdf">the report</a> <a href="/missing">gone</a> <a href="/private/secret">secret</a> <a href="/away">away</a>
 			<a href="http://10.0.0.1/admin">internal</a> <a href="http://example.invalid/">elsewhere</a>
 			<a href="mailto:a@example.com">mail</a>`)
 	case "/private/secret":

@@ -115,7 +115,9 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
             raise Refused("redirect to %s: only http and https are fetched" % newurl)
         rule = getattr(req, "allow_redirect", None)
         if rule is not None and not rule(newurl):
-            raise Refused("redirect from %s to %s: not followed (%s)" % (req.full_url, newurl, rule.__doc__))
+            e = Refused("redirect from %s to %s: not followed (%s)" % (req.full_url, newurl, rule.__doc__))
+            e.redirect = True  # the caller's rule, not an address refused
+            raise e
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
         if new is not None:
             new.allow_redirect = rule
