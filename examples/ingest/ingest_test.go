@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/mcpq/mcpq/examples/internal/exampletest"
 	"github.com/mcpq/mcpq/mcpqtest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker/command"
@@ -19,14 +19,7 @@ import (
 // is INGEST_ALLOW_NETWORKS (what the tools file's allowNetworks reads).
 func setup(t *testing.T, allow string) (*mcpqtest.Env, string) {
 	t.Helper()
-	for _, p := range []string{"python3", "pdftotext"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("MCPQ_REQUIRE_MEDIA") != "" {
-				t.Fatalf("%s is not installed (scripts/test installs it)", p)
-			}
-			t.Skipf("%s is not installed (apt-get install python3 poppler-utils)", p)
-		}
-	}
+	exampletest.Need(t, "apt-get install python3 poppler-utils", "python3", "pdftotext")
 	if out, err := exec.Command("python3", "-c", "import sqlite3; sqlite3.connect(':memory:').execute('CREATE VIRTUAL TABLE t USING fts5(a)')").CombinedOutput(); err != nil {
 		t.Skipf("python3's sqlite3 has no FTS5: %s", out)
 	}
@@ -41,18 +34,6 @@ func setup(t *testing.T, allow string) (*mcpqtest.Env, string) {
 	return mcpqtest.New(t, tools...), filepath.Join(dir, "indexes")
 }
 
-// finish waits for the task's end, longer than mcpqtest.Bound: a crawl
-// on a loaded 2-core machine is slow, and no bound is the test's subject.
-func finish(t *testing.T, run *mcpqtest.Run) *proto.CallToolResult {
-	t.Helper()
-	for end := time.Now().Add(3 * time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if st := run.State(t); st.Status != proto.StatusWorking {
-			break
-		}
-	}
-	return run.Result(t)
-}
-
 type crawled struct {
 	Visited, Indexed, Unchanged, Chunks, IndexPages int
 	Errors, Skipped                                 map[string]int
@@ -60,7 +41,7 @@ type crawled struct {
 
 func ingest(t *testing.T, env *mcpqtest.Env, args map[string]any) crawled {
 	t.Helper()
-	res := finish(t, env.Call(t, "ingest_site", args))
+	res := exampletest.Finish(t, env.Call(t, "ingest_site", args))
 	var c crawled
 	if err := json.Unmarshal(res.StructuredContent, &c); err != nil || res.IsError {
 		t.Fatalf("ingest_site: %+v %s (%v)", res.Content, res.StructuredContent, err)
@@ -191,7 +172,7 @@ func TestTakeoverFetchesNoPageTwice(t *testing.T) {
 	run := env.Call(t, "ingest_site", map[string]any{"url": s.URL + "/", "index": "site", "maxDepth": 40})
 	run.WaitMessage(t, "Indexed 10 of")
 	run.Redeliver(t)
-	res := finish(t, run)
+	res := exampletest.Finish(t, run)
 	if res.IsError || len(run.Deliveries()) != 2 {
 		t.Fatalf("deliveries %v, result %+v", run.Deliveries(), res.Content)
 	}
@@ -218,7 +199,7 @@ func TestTakeoverFetchesNoPageTwice(t *testing.T) {
 func TestRefusesPrivateStart(t *testing.T) {
 	s := newSite(t)
 	env, _ := setup(t, "")
-	res := finish(t, env.Call(t, "ingest_site", map[string]any{"url": s.URL + "/"}))
+	res := exampletest.Finish(t, env.Call(t, "ingest_site", map[string]any{"url": s.URL + "/"}))
 	if !res.IsError || !strings.Contains(res.Content[0].Text, "a loopback address the tools file does not allow") {
 		t.Fatalf("result %+v", res.Content)
 	}

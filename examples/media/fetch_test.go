@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mcpq/mcpq/examples/internal/exampletest"
 )
 
 // serve serves the file clip at /clip.mp4 on addr (a loopback address),
@@ -36,7 +38,7 @@ func TestTranscodeFromURL(t *testing.T) {
 	t.Setenv("MEDIA_ALLOW_NETWORKS", "127.0.0.1")
 	env, clip, _ := setup(t, "3")
 	base, _ := serve(t, "127.0.0.1", clip, "")
-	res := finish(t, env.Call(t, "transcode_video", map[string]any{"input": base + "/clip.mp4", "height": 120, "thumbnails": 0}))
+	res := exampletest.Finish(t, env.Call(t, "transcode_video", map[string]any{"input": base + "/clip.mp4", "height": 120, "thumbnails": 0}))
 	if res.IsError || !strings.Contains(string(res.StructuredContent), `"height": 120`) &&
 		!strings.Contains(string(res.StructuredContent), `"height":120`) {
 		t.Fatalf("result %+v %s", res.Content, res.StructuredContent)
@@ -56,7 +58,7 @@ func TestRefusesPrivateInput(t *testing.T) {
 		base + "/moved":      "input refused: 127.0.0.2 resolves to 127.0.0.2, a loopback address the tools file does not allow",
 		"file:///etc/passwd": "input refused: file:///etc/passwd: only http and https URLs, or paths on the worker, are read",
 	} {
-		res := finish(t, env.Call(t, "transcode_video", map[string]any{"input": input, "height": 120}))
+		res := exampletest.Finish(t, env.Call(t, "transcode_video", map[string]any{"input": input, "height": 120}))
 		if !res.IsError || !strings.Contains(res.Content[0].Text, want) {
 			t.Errorf("%s: %+v, want a tool error with %q", input, res.Content, want)
 		}
