@@ -157,15 +157,9 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 		s.Policy = worker.Policy(p)
 	}
 	if v := fields["command"]; v != nil {
-		if v.Kind != yaml.SequenceNode {
-			return s, fmt.Errorf("field command: line %d: a list of strings, not a %s (no shell parses it)", v.Line, kindName(v))
-		}
-		for _, item := range v.Content {
-			var a string
-			if err := scalar(item, &a); err != nil {
-				return s, fmt.Errorf("field command: %w", err)
-			}
-			s.Command = append(s.Command, a)
+		var err error
+		if s.Command, err = stringList(v, "a list of strings", " (no shell parses it)"); err != nil {
+			return s, fmt.Errorf("field command: %w", err)
 		}
 	}
 	if v := fields["env"]; v != nil {
@@ -210,15 +204,9 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 		}
 	}
 	if v := fields["links"]; v != nil {
-		if v.Kind != yaml.SequenceNode {
-			return s, fmt.Errorf("field links: line %d: a list of file name patterns, not a %s", v.Line, kindName(v))
-		}
-		for _, item := range v.Content {
-			var p string
-			if err := scalar(item, &p); err != nil {
-				return s, fmt.Errorf("field links: %w", err)
-			}
-			s.Links = append(s.Links, p)
+		var err error
+		if s.Links, err = stringList(v, "a list of file name patterns", ""); err != nil {
+			return s, fmt.Errorf("field links: %w", err)
 		}
 	}
 	if v := fields["allowNetworks"]; v != nil {
@@ -274,6 +262,23 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 		s.Dir = filepath.Join(dir, s.Dir)
 	}
 	return s, nil
+}
+
+// stringList decodes a list of strings; what names the list and why is
+// added to the error for a node that is not one.
+func stringList(v *yaml.Node, what, why string) ([]string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("line %d: %s, not a %s%s", v.Line, what, kindName(v), why)
+	}
+	out := make([]string, 0, len(v.Content))
+	for _, item := range v.Content {
+		var a string
+		if err := scalar(item, &a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // scalar decodes a scalar node as its text.

@@ -22,22 +22,19 @@ const envAllowNetworks = "MCPQ_ALLOW_NETWORKS"
 // a file can say "${INGEST_ALLOW_NETWORKS}" and allow nothing where it is
 // unset.
 func allowNetworks(v *yaml.Node) ([]string, error) {
-	if v.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("line %d: a list of IP addresses or prefixes, not a %s", v.Line, kindName(v))
+	items, err := stringList(v, "a list of IP addresses or prefixes", "")
+	if err != nil {
+		return nil, err
 	}
 	var out []string
-	for _, item := range v.Content {
-		var raw string
-		if err := scalar(item, &raw); err != nil {
-			return nil, err
-		}
+	for i, raw := range items {
 		for _, p := range strings.Split(os.ExpandEnv(raw), ",") {
 			if p = strings.TrimSpace(p); p == "" {
 				continue
 			}
 			n, err := parseNetwork(p)
 			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", item.Line, err)
+				return nil, fmt.Errorf("line %d: %w", v.Content[i].Line, err)
 			}
 			out = append(out, n.String())
 		}
