@@ -40,6 +40,17 @@ need_media() {
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_deb_pkg fonts-dejavu-core
 }
 
+# need_ingest: poppler-utils (pdftotext) and python3 with SQLite's FTS5
+# for examples/ingest's ingest_site and search_index, and Debian's sqlite3
+# shell for looking into an index by hand.
+need_ingest() {
+  need_python3
+  need_deb pdftotext poppler-utils --no-install-recommends
+  need_deb sqlite3 sqlite3 --no-install-recommends
+  python3 -c "import sqlite3; sqlite3.connect(':memory:').execute('CREATE VIRTUAL TABLE t USING fts5(a)')" \
+    || { log "python3's sqlite3 has no FTS5 (Debian's python3 has it)"; exit 1; }
+}
+
 # need_deb_pkg PACKAGE: install Debian's PACKAGE (one with no command to
 # look for: a model, a font).
 need_deb_pkg() {
