@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,8 +34,21 @@ type OAuth struct {
 	// or none (the default without one).
 	AuthMethod string
 	// ClientCredentials gets tokens by the client credentials grant (a
-	// service; needs ClientID and ClientSecret) instead of Login.
+	// service; needs ClientID and ClientSecret or ClientKey) instead of
+	// Login.
 	ClientCredentials bool
+	// ClientKey authenticates the client at the token endpoint with a
+	// signed JWT (private_key_jwt, RFC 7523 section 2.2) instead of a
+	// secret: an ECDSA P-256 (ES256) or RSA (RS256) key.
+	ClientKey crypto.Signer
+	// Assertion, when set, gets tokens by the JWT bearer grant (RFC 7523
+	// section 2.1) with the JWT it returns, e.g. a workload identity token,
+	// instead of Login or client credentials.
+	Assertion func(ctx context.Context) (string, error)
+	// ClientMetadataURL is the HTTPS URL of this client's metadata
+	// document: used as the client id where the authorization server
+	// supports client ID metadata documents, instead of registering.
+	ClientMetadataURL string
 	// Scopes are asked for; empty: those of the challenge, else the
 	// metadata's scopes_supported.
 	Scopes []string
@@ -131,7 +145,7 @@ func (o *OAuth) Token(ctx context.Context) (string, error) {
 			return o.tok.AccessToken, nil
 		}
 	}
-	if o.ClientCredentials {
+	if o.ClientCredentials || o.Assertion != nil {
 		if err := o.authorizeLocked(ctx, Challenge{}); err != nil {
 			return "", err
 		}
@@ -164,7 +178,7 @@ func (o *OAuth) Login(ctx context.Context) error {
 // well-known metadata URIs), then client credentials or the authorization
 // code flow.
 func (o *OAuth) authorizeLocked(ctx context.Context, ch Challenge) error {
-	if !o.ClientCredentials && o.Browse == nil {
+	if !o.ClientCredentials && o.Assertion == nil && o.Browse == nil {
 		return ErrLoginRequired
 	}
 	d, err := o.discover(ctx, ch.ResourceMetadata())
@@ -173,9 +187,12 @@ func (o *OAuth) authorizeLocked(ctx context.Context, ch Challenge) error {
 	}
 	scopes := o.scopesFor(ch, d)
 	var t *Token
-	if o.ClientCredentials {
+	switch {
+	case o.Assertion != nil:
+		t, err = o.jwtBearer(ctx, d, scopes)
+	case o.ClientCredentials:
 		t, err = o.clientCredentials(ctx, d, scopes)
-	} else {
+	default:
 		t, err = o.authorizationCode(ctx, d, scopes)
 	}
 	if err != nil {
@@ -223,7 +240,7 @@ func (o *OAuth) refreshLocked(ctx context.Context) error {
 		form.Set("resource", old.Resource)
 	}
 	cl := registered{ClientID: old.ClientID, ClientSecret: old.ClientSecret, AuthMethod: old.AuthMethod}
-	t, err := o.tokenRequest(ctx, old.TokenEndpoint, cl, form)
+	t, err := o.tokenRequest(ctx, old.TokenEndpoint, old.Issuer, cl, form)
 	if err != nil {
 		return err
 	}
@@ -236,15 +253,14 @@ func (o *OAuth) refreshLocked(ctx context.Context) error {
 
 // clientCredentials is the client credentials grant (RFC 6749 4.4).
 func (o *OAuth) clientCredentials(ctx context.Context, d *discovery, scopes []string) (*Token, error) {
-	if o.ClientID == "" || o.ClientSecret == "" {
-		return nil, errors.New("oauth: client credentials need a client id and secret")
+	if o.ClientID == "" || o.ClientSecret == "" && o.ClientKey == nil {
+		return nil, errors.New("oauth: client credentials need a client id and a secret or key")
 	}
 	form := url.Values{"grant_type": {"client_credentials"}, "resource": {d.resourceID}}
 	if len(scopes) > 0 {
 		form.Set("scope", strings.Join(scopes, " "))
 	}
-	cl := registered{ClientID: o.ClientID, ClientSecret: o.ClientSecret, AuthMethod: o.authMethod(d, true)}
-	t, err := o.tokenRequest(ctx, d.server.TokenEndpoint, cl, form)
+	t, err := o.tokenRequest(ctx, d.server.TokenEndpoint, d.server.Issuer, o.configured(d), form)
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +275,8 @@ func (o *OAuth) authMethod(d *discovery, hasSecret bool) string {
 	switch {
 	case o.AuthMethod != "":
 		return o.AuthMethod
+	case o.ClientKey != nil:
+		return "private_key_jwt"
 	case !hasSecret:
 		return "none"
 	case len(d.server.TokenEndpointAuthMethods) > 0 && !slices.Contains(d.server.TokenEndpointAuthMethods, "client_secret_basic") &&
@@ -266,6 +284,12 @@ func (o *OAuth) authMethod(d *discovery, hasSecret bool) string {
 		return "client_secret_post"
 	}
 	return "client_secret_basic"
+}
+
+// configured is the client configured (ClientID), as the token endpoint
+// authenticates it.
+func (o *OAuth) configured(d *discovery) registered {
+	return registered{ClientID: o.ClientID, ClientSecret: o.ClientSecret, AuthMethod: o.authMethod(d, o.ClientSecret != "")}
 }
 
 // registered is a client as the token endpoint authenticates it.
@@ -287,11 +311,19 @@ type tokenResponse struct {
 }
 
 // tokenRequest posts form to the token endpoint as client cl.
-func (o *OAuth) tokenRequest(ctx context.Context, endpoint string, cl registered, form url.Values) (*Token, error) {
+func (o *OAuth) tokenRequest(ctx context.Context, endpoint, issuer string, cl registered, form url.Values) (*Token, error) {
 	if endpoint == "" {
 		return nil, errors.New("oauth: the authorization server has no token endpoint")
 	}
 	switch cl.AuthMethod {
+	case "private_key_jwt":
+		a, err := o.clientAssertion(cl.ClientID, issuer)
+		if err != nil {
+			return nil, err
+		}
+		form.Set("client_id", cl.ClientID)
+		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+		form.Set("client_assertion", a)
 	case "client_secret_post":
 		form.Set("client_id", cl.ClientID)
 		form.Set("client_secret", cl.ClientSecret)

@@ -51,7 +51,7 @@ func (o *OAuth) authorizationCode(ctx context.Context, d *discovery, scopes []st
 		authURL += "?" + q.Encode()
 	}
 	codes := make(chan callback, 1)
-	srv := &http.Server{Handler: callbackHandler(state, d.server.Issuer, codes)}
+	srv := &http.Server{Handler: callbackHandler(state, d.server.Issuer, d.server.IssParameter, codes)}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	if err := o.Browse(ctx, authURL); err != nil {
@@ -68,7 +68,7 @@ func (o *OAuth) authorizationCode(ctx context.Context, d *discovery, scopes []st
 	}
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {cb.code}, "redirect_uri": {redirect},
 		"code_verifier": {verifier}, "resource": {d.resourceID}}
-	t, err := o.tokenRequest(ctx, d.server.TokenEndpoint, cl, form)
+	t, err := o.tokenRequest(ctx, d.server.TokenEndpoint, d.server.Issuer, cl, form)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,11 @@ func (o *OAuth) authorizationCode(ctx context.Context, d *discovery, scopes []st
 func (o *OAuth) listenAndClient(ctx context.Context, d *discovery) (net.Listener, registered, error) {
 	if o.ClientID != "" {
 		ln, err := listenLoopback(o.RedirectAddr)
-		return ln, registered{ClientID: o.ClientID, ClientSecret: o.ClientSecret, AuthMethod: o.authMethod(d, o.ClientSecret != "")}, err
+		return ln, o.configured(d), err
+	}
+	if o.ClientMetadataURL != "" && d.server.ClientIDMetadataDocument {
+		ln, err := listenLoopback(o.RedirectAddr)
+		return ln, registered{ClientID: o.ClientMetadataURL, AuthMethod: "none"}, err
 	}
 	if prev := o.tok; prev != nil && prev.Issuer == d.server.Issuer && prev.ClientID != "" && prev.RedirectURI != "" {
 		if u, err := url.Parse(prev.RedirectURI); err == nil {
@@ -165,9 +169,10 @@ type callback struct {
 	err  error
 }
 
-// callbackHandler answers the redirect: the code when state matches (and
-// iss, when sent, names the issuer: RFC 9207), else the error.
-func callbackHandler(state, issuer string, out chan<- callback) http.Handler {
+// callbackHandler answers the redirect: the code when state matches and
+// iss, when sent (required when the server advertises it), names the
+// issuer exactly (RFC 9207), else the error.
+func callbackHandler(state, issuer string, issRequired bool, out chan<- callback) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != callbackPath {
 			http.NotFound(w, r)
@@ -180,6 +185,8 @@ func callbackHandler(state, issuer string, out chan<- callback) http.Handler {
 			cb.err = errors.New("oauth: the redirect's state does not match the request's")
 		case q.Get("error") != "":
 			cb.err = fmt.Errorf("oauth: authorization refused: %s %s", q.Get("error"), q.Get("error_description"))
+		case issRequired && !q.Has("iss"):
+			cb.err = errors.New("oauth: the authorization server promised iss in its redirect (RFC 9207) and sent none")
 		case q.Has("iss") && q.Get("iss") != issuer:
 			cb.err = fmt.Errorf("oauth: the redirect names issuer %q, not %q", q.Get("iss"), issuer)
 		case q.Get("code") == "":
