@@ -42,9 +42,11 @@ type OAuth struct {
 	// secret: an ECDSA P-256 (ES256) or RSA (RS256) key.
 	ClientKey crypto.Signer
 	// Assertion, when set, gets tokens by the JWT bearer grant (RFC 7523
-	// section 2.1) with the JWT it returns, e.g. a workload identity token,
-	// instead of Login or client credentials.
-	Assertion func(ctx context.Context) (string, error)
+	// section 2.1) with the JWT it returns for the authorization server
+	// issuer and the resource: a workload identity token, or an enterprise
+	// IdP's identity assertion grant (ExchangeIDJAG), instead of Login or
+	// client credentials.
+	Assertion func(ctx context.Context, issuer, resource string) (string, error)
 	// ClientMetadataURL is the HTTPS URL of this client's metadata
 	// document: used as the client id where the authorization server
 	// supports client ID metadata documents, instead of registering.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ import (
 // (a workload identity token, say) traded for an access token. A refusal
 // is final: no retry, no other grant.
 func (o *OAuth) jwtBearer(ctx context.Context, d *discovery, scopes []string) (*Token, error) {
-	assertion, err := o.Assertion(ctx)
+	assertion, err := o.Assertion(ctx, d.server.Issuer, d.resourceID)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: assertion: %w", err)
 	}
@@ -39,6 +40,39 @@ func (o *OAuth) jwtBearer(ctx context.Context, d *discovery, scopes []string) (*
 	}
 	t.Resource, t.Issuer = d.resourceID, d.server.Issuer
 	return t, nil
+}
+
+// ExchangeIDJAG is the enterprise-managed authorization's first step
+// (io.modelcontextprotocol/enterprise-managed-authorization): the user's ID
+// token from the enterprise IdP exchanged there (RFC 8693 token exchange,
+// as client idpClientID) for an identity assertion authorization grant
+// (ID-JAG) for the authorization server issuer and the resource, which
+// OAuth.Assertion then presents in the JWT bearer grant.
+func ExchangeIDJAG(ctx context.Context, hc *http.Client, idpTokenEndpoint, idpClientID, idToken, issuer, resource string) (string, error) {
+	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"},
+		"subject_token": {idToken}, "subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"},
+		"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"},
+		"audience": {issuer}, "resource": {resource}, "client_id": {idpClientID}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, idpTokenEndpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	var tr struct {
+		tokenResponse
+		IssuedTokenType string `json:"issued_token_type"`
+	}
+	status, err := (&OAuth{HTTP: hc}).doJSON(req, &tr)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("oauth: token exchange at the IdP: %w", err)
+	case tr.Error != "" || status != http.StatusOK || tr.AccessToken == "":
+		return "", fmt.Errorf("oauth: the IdP refused the token exchange (HTTP %d): %s %s", status, tr.Error, tr.Description)
+	case tr.IssuedTokenType != "urn:ietf:params:oauth:token-type:id-jag":
+		return "", fmt.Errorf("oauth: the IdP issued a %q, not an ID-JAG", tr.IssuedTokenType)
+	}
+	return tr.AccessToken, nil
 }
 
 // clientAssertion is the private_key_jwt client authentication (RFC 7523

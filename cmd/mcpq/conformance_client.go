@@ -31,6 +31,9 @@ func runConformanceClient(ctx context.Context, args []string) error {
 		ClientSecret  string `json:"client_secret"`
 		PrivateKeyPEM string `json:"private_key_pem"`
 		ValidJWT      string `json:"valid_jwt"`
+		IdPClientID   string `json:"idp_client_id"`
+		IdPIDToken    string `json:"idp_id_token"`
+		IdPTokenURL   string `json:"idp_token_endpoint"`
 		ToolCalls    []struct {
 			Name      string         `json:"name"`
 			Arguments map[string]any `json:"arguments"`
@@ -58,8 +61,13 @@ func runConformanceClient(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if sc.ValidJWT != "" { // workload identity: the JWT bearer grant
-		auth.Assertion = func(context.Context) (string, error) { return sc.ValidJWT, nil }
+	switch {
+	case sc.ValidJWT != "": // workload identity: the JWT bearer grant
+		auth.Assertion = func(context.Context, string, string) (string, error) { return sc.ValidJWT, nil }
+	case sc.IdPIDToken != "": // enterprise-managed: an ID-JAG from the IdP, then the JWT bearer grant
+		auth.Assertion = func(ctx context.Context, issuer, resource string) (string, error) {
+			return client.ExchangeIDJAG(ctx, nil, sc.IdPTokenURL, sc.IdPClientID, sc.IdPIDToken, issuer, resource)
+		}
 	}
 	c.Auth = auth
 	if _, err := c.Discover(ctx); err != nil {
