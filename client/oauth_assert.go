@@ -52,7 +52,7 @@ func ExchangeIDJAG(ctx context.Context, hc *http.Client, idpTokenEndpoint, idpCl
 	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"},
 		"subject_token": {idToken}, "subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"},
 		"requested_token_type": {"urn:ietf:params:oauth:token-type:id-jag"},
-		"audience": {issuer}, "resource": {resource}, "client_id": {idpClientID}}
+		"audience":             {issuer}, "resource": {resource}, "client_id": {idpClientID}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, idpTokenEndpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		return "", err

@@ -34,7 +34,7 @@ func runConformanceClient(ctx context.Context, args []string) error {
 		IdPClientID   string `json:"idp_client_id"`
 		IdPIDToken    string `json:"idp_id_token"`
 		IdPTokenURL   string `json:"idp_token_endpoint"`
-		ToolCalls    []struct {
+		ToolCalls     []struct {
 			Name      string         `json:"name"`
 			Arguments map[string]any `json:"arguments"`
 		} `json:"toolCalls"`
