@@ -11,8 +11,9 @@ import (
 // and gets a new one when the server refuses it. OAuth is the one of this
 // package (docs/client.md, "OAuth").
 type Authorizer interface {
-	// Token is the bearer token to send ("" sends none).
-	Token(ctx context.Context) (string, error)
+	// Authorize sets the request's credentials: Authorization (and a DPoP
+	// proof where the token is bound to a key); none when it has no token.
+	Authorize(ctx context.Context, req *http.Request) error
 	// Challenged is told of a 401, or a 403 with error="insufficient_scope",
 	// and its WWW-Authenticate challenge. nil means a new token is ready:
 	// the request is sent again, once.
@@ -24,9 +25,13 @@ type Authorizer interface {
 type Challenge struct {
 	// Status is the HTTP status (401 or 403).
 	Status int
+	// Scheme is the challenge's scheme, "bearer" or "dpop" ("" for none).
+	Scheme string
 	// Params are the challenge's parameters by lower-case name:
 	// resource_metadata, scope, error, error_description, realm.
 	Params map[string]string
+	// Nonce is the response's DPoP-Nonce header (RFC 9449 section 9).
+	Nonce string
 }
 
 // ResourceMetadata is the URL of the server's protected resource metadata
@@ -36,15 +41,26 @@ func (ch Challenge) ResourceMetadata() string { return ch.Params["resource_metad
 // Scopes are the scopes the challenge asks for.
 func (ch Challenge) Scopes() []string { return strings.Fields(ch.Params["scope"]) }
 
-// ParseChallenge reads the Bearer challenge of WWW-Authenticate values;
-// Params is empty when there is none.
+// ParseChallenge reads the Bearer (else the DPoP) challenge of
+// WWW-Authenticate values; Params is empty when there is none.
 func ParseChallenge(status int, values []string) Challenge {
 	ch := Challenge{Status: status, Params: map[string]string{}}
+	for _, scheme := range []string{"bearer", "dpop"} {
+		if parseScheme(&ch, values, scheme) {
+			break
+		}
+	}
+	return ch
+}
+
+// parseScheme fills ch from the first challenge of scheme in values.
+func parseScheme(ch *Challenge, values []string, scheme string) bool {
 	for _, v := range values {
-		rest, ok := cutScheme(v, "bearer")
+		rest, ok := cutScheme(v, scheme)
 		if !ok {
 			continue
 		}
+		ch.Scheme = scheme
 		for rest = strings.TrimSpace(rest); rest != ""; {
 			var name, val string
 			name, val, rest = nextParam(rest)
@@ -53,9 +69,9 @@ func ParseChallenge(status int, values []string) Challenge {
 			}
 			ch.Params[strings.ToLower(name)] = val
 		}
-		return ch
+		return true
 	}
-	return ch
+	return false
 }
 
 // cutScheme finds the challenge of scheme in a WWW-Authenticate value and
@@ -104,28 +120,32 @@ func nextParam(s string) (name, val, rest string) {
 	return name, strings.TrimSpace(val), rest
 }
 
-// send sends the request build makes, with the Authorizer's token; a
-// refusal the Authorizer answers with a new token is sent again, once.
+// send sends the request build makes, with the Authorizer's credentials;
+// a refusal the Authorizer answers with a new token is sent again, once
+// (and once more for a DPoP nonce the server asks for).
 func (c *Client) send(ctx context.Context, build func() (*http.Request, error)) (*http.Response, error) {
-	for attempt := 0; ; attempt++ {
+	retries, nonces := 0, 0
+	for {
 		req, err := build()
 		if err != nil {
 			return nil, err
 		}
 		if c.Auth != nil {
-			tok, err := c.Auth.Token(ctx)
-			if err != nil {
+			if err := c.Auth.Authorize(ctx, req); err != nil {
 				return nil, err
-			}
-			if tok != "" {
-				req.Header.Set("Authorization", "Bearer "+tok)
 			}
 		}
 		resp, err := c.httpClient().Do(req)
-		if err != nil || c.Auth == nil || attempt > 0 || !refused(resp) {
+		if err != nil || c.Auth == nil || !refused(resp) {
 			return resp, err
 		}
 		ch := ParseChallenge(resp.StatusCode, resp.Header.Values("WWW-Authenticate"))
+		ch.Nonce = resp.Header.Get("DPoP-Nonce")
+		if ch.Params["error"] == "use_dpop_nonce" && ch.Nonce != "" && nonces == 0 {
+			nonces++
+		} else if retries++; retries > 1 {
+			return resp, nil
+		}
 		if err := c.Auth.Challenged(ctx, ch); err != nil {
 			_ = resp.Body.Close()
 			return nil, err

@@ -47,6 +47,11 @@ type OAuth struct {
 	// IdP's identity assertion grant (ExchangeIDJAG), instead of Login or
 	// client credentials.
 	Assertion func(ctx context.Context, issuer, resource string) (string, error)
+	// DPoP binds tokens to a key of this process (RFC 9449) where the
+	// authorization server supports DPoP with ES256: every token request
+	// and every request to the server carries a fresh proof. The key lives
+	// in memory only, so such tokens do not outlive the process.
+	DPoP bool
 	// ClientMetadataURL is the HTTPS URL of this client's metadata
 	// document: used as the client id where the authorization server
 	// supports client ID metadata documents, instead of registering.
@@ -70,9 +75,12 @@ type OAuth struct {
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 
-	mu  sync.Mutex
-	tok *Token
+	mu   sync.Mutex
+	tok  *Token
+	dpop *dpopKey // nil: bearer tokens
 }
+
+var _ Authorizer = (*OAuth)(nil)
 
 // ErrLoginRequired: the server wants a token this client cannot get
 // without a person (run mcpq login).
@@ -102,6 +110,8 @@ type Token struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret,omitempty"`
 	AuthMethod   string `json:"auth_method,omitempty"`
+	// TokenType is Bearer or DPoP.
+	TokenType string `json:"token_type,omitempty"`
 	// RedirectURI is the loopback redirect URI the client signed in with
 	// (a dynamically registered client listens on it again).
 	RedirectURI string `json:"redirect_uri,omitempty"`
@@ -126,34 +136,64 @@ func (o *OAuth) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// Token implements Authorizer: the stored token, refreshed when it is
-// about to expire; by client credentials, a new one when there is none.
+// Token is the access token to send ("" for none yet): the stored one,
+// refreshed when it is about to expire; by client credentials or an
+// assertion, a new one when there is none.
 func (o *OAuth) Token(ctx context.Context) (string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	t, err := o.currentLocked(ctx)
+	if t == nil || err != nil {
+		return "", err
+	}
+	return t.AccessToken, nil
+}
+
+// Authorize implements Authorizer: the token as a bearer token, or with
+// the DPoP scheme and a proof for this request when it is bound to a key.
+func (o *OAuth) Authorize(ctx context.Context, req *http.Request) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, err := o.currentLocked(ctx)
+	if t == nil || err != nil {
+		return err
+	}
+	if o.dpop == nil || !strings.EqualFold(t.TokenType, "dpop") {
+		req.Header.Set("Authorization", "Bearer "+t.AccessToken)
+		return nil
+	}
+	proof, err := o.dpop.proof(req.Method, req.URL, t.AccessToken, o.dpop.rsNonce, o.now())
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "DPoP "+t.AccessToken)
+	req.Header.Set("DPoP", proof)
+	return nil
+}
+
+func (o *OAuth) currentLocked(ctx context.Context) (*Token, error) {
 	if o.tok == nil && o.Store != nil {
 		t, err := o.Store.Load(o.Server)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		o.tok = t
 	}
-	now := o.now()
 	switch {
-	case o.tok.valid(now):
-		return o.tok.AccessToken, nil
+	case o.tok.valid(o.now()):
+		return o.tok, nil
 	case o.tok != nil && o.tok.RefreshToken != "":
 		if err := o.refreshLocked(ctx); err == nil {
-			return o.tok.AccessToken, nil
+			return o.tok, nil
 		}
 	}
 	if o.ClientCredentials || o.Assertion != nil {
 		if err := o.authorizeLocked(ctx, Challenge{}); err != nil {
-			return "", err
+			return nil, err
 		}
-		return o.tok.AccessToken, nil
+		return o.tok, nil
 	}
-	return "", nil // the server's 401 starts the sign-in (Challenged)
+	return nil, nil // the server's 401 starts the sign-in (Challenged)
 }
 
 // Challenged implements Authorizer: the token was refused, or lacks a
@@ -162,6 +202,10 @@ func (o *OAuth) Token(ctx context.Context) (string, error) {
 func (o *OAuth) Challenged(ctx context.Context, ch Challenge) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if ch.Params["error"] == "use_dpop_nonce" && ch.Nonce != "" && o.dpop != nil {
+		o.dpop.rsNonce = ch.Nonce // RFC 9449 section 9: the same token, a proof with the nonce
+		return nil
+	}
 	if ch.Status == http.StatusUnauthorized && o.tok != nil && o.tok.RefreshToken != "" && o.refreshLocked(ctx) == nil {
 		return nil
 	}
@@ -188,6 +232,11 @@ func (o *OAuth) authorizeLocked(ctx context.Context, ch Challenge) error {
 		return err
 	}
 	scopes := o.scopesFor(ch, d)
+	if o.DPoP && o.dpop == nil && slices.Contains(d.server.DPoPAlgs, "ES256") {
+		if o.dpop, err = newDPoPKey(); err != nil {
+			return err
+		}
+	}
 	var t *Token
 	switch {
 	case o.Assertion != nil:
@@ -333,17 +382,7 @@ func (o *OAuth) tokenRequest(ctx context.Context, endpoint, issuer string, cl re
 	default:
 		form.Set("client_id", cl.ClientID)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if cl.AuthMethod == "client_secret_basic" {
-		req.SetBasicAuth(url.QueryEscape(cl.ClientID), url.QueryEscape(cl.ClientSecret))
-	}
-	var tr tokenResponse
-	status, err := o.doJSON(req, &tr)
+	tr, status, err := o.postToken(ctx, endpoint, cl, form)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("oauth: token endpoint: %w", err)
@@ -351,10 +390,10 @@ func (o *OAuth) tokenRequest(ctx context.Context, endpoint, issuer string, cl re
 		return nil, fmt.Errorf("oauth: token endpoint refused (%s): %s %s", form.Get("grant_type"), tr.Error, tr.Description)
 	case status != http.StatusOK || tr.AccessToken == "":
 		return nil, fmt.Errorf("oauth: token endpoint answered HTTP %d without an access token", status)
-	case tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer"):
+	case tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer") && !(o.dpop != nil && strings.EqualFold(tr.TokenType, "dpop")):
 		return nil, fmt.Errorf("oauth: token type %q, want Bearer", tr.TokenType)
 	}
-	t := &Token{AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, Scope: tr.Scope,
+	t := &Token{AccessToken: tr.AccessToken, RefreshToken: tr.RefreshToken, Scope: tr.Scope, TokenType: tr.TokenType,
 		TokenEndpoint: endpoint, ClientID: cl.ClientID, ClientSecret: cl.ClientSecret, AuthMethod: cl.AuthMethod}
 	if tr.Scope == "" {
 		t.Scope = form.Get("scope")
@@ -365,19 +404,58 @@ func (o *OAuth) tokenRequest(ctx context.Context, endpoint, issuer string, cl re
 	return t, nil
 }
 
+// postToken posts form to the token endpoint, with a DPoP proof when
+// tokens are bound to a key (sent again, once, with the nonce the server
+// asks for: RFC 9449 section 8).
+func (o *OAuth) postToken(ctx context.Context, endpoint string, cl registered, form url.Values) (tokenResponse, int, error) {
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+		if err != nil {
+			return tokenResponse{}, 0, err
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		if cl.AuthMethod == "client_secret_basic" {
+			req.SetBasicAuth(url.QueryEscape(cl.ClientID), url.QueryEscape(cl.ClientSecret))
+		}
+		if o.dpop != nil {
+			proof, err := o.dpop.proof(http.MethodPost, req.URL, "", o.dpop.asNonce, o.now())
+			if err != nil {
+				return tokenResponse{}, 0, err
+			}
+			req.Header.Set("DPoP", proof)
+		}
+		var tr tokenResponse
+		status, h, err := o.exchange(req, &tr)
+		if nonce := h.Get("DPoP-Nonce"); o.dpop != nil && nonce != "" {
+			o.dpop.asNonce = nonce
+			if tr.Error == "use_dpop_nonce" && attempt == 0 {
+				continue
+			}
+		}
+		return tr, status, err
+	}
+}
+
 // doJSON sends req and decodes a JSON answer of any status into v.
 func (o *OAuth) doJSON(req *http.Request, v any) (int, error) {
+	status, _, err := o.exchange(req, v)
+	return status, err
+}
+
+// exchange is doJSON with the response's header.
+func (o *OAuth) exchange(req *http.Request, v any) (int, http.Header, error) {
 	resp, err := o.httpClient().Do(req)
 	if err != nil {
-		return 0, err
+		return 0, http.Header{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return resp.StatusCode, err
+		return resp.StatusCode, resp.Header, err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: HTTP %d, not JSON: %q", req.Method, req.URL, resp.StatusCode, truncate(b))
+		return resp.StatusCode, resp.Header, fmt.Errorf("%s %s: HTTP %d, not JSON: %q", req.Method, req.URL, resp.StatusCode, truncate(b))
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header, nil
 }

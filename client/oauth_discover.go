@@ -30,6 +30,7 @@ type serverMetadata struct {
 	TokenEndpointAuthMethods []string `json:"token_endpoint_auth_methods_supported"`
 	ClientIDMetadataDocument bool     `json:"client_id_metadata_document_supported"`
 	IssParameter             bool     `json:"authorization_response_iss_parameter_supported"`
+	DPoPAlgs                 []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // discovery is what a sign-in needs: the resource indicator to ask for,

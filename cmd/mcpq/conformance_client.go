@@ -54,7 +54,7 @@ func runConformanceClient(ctx context.Context, args []string) error {
 	auth := &client.OAuth{Server: c.URL, ClientID: sc.ClientID, ClientSecret: sc.ClientSecret,
 		ClientCredentials: strings.HasPrefix(scenario, "auth/client-credentials"),
 		ClientName:        "mcpq-conformance-client", Browse: followRedirects,
-		ClientMetadataURL: "https://conformance-test.local/client-metadata.json"}
+		ClientMetadataURL: "https://conformance-test.local/client-metadata.json", DPoP: true}
 	if sc.PrivateKeyPEM != "" {
 		var err error
 		if auth.ClientKey, err = client.ParsePrivateKey([]byte(sc.PrivateKeyPEM)); err != nil {
