@@ -25,12 +25,14 @@ import (
 
 const otherResource = "https://elsewhere.example.test/mcp"
 
-// oidcEnv is a front end trusting provider p for testResource.
+// oidcEnv is a front end trusting provider p for testResource, mapping
+// principals as the access store says (mcpq principals map).
 func oidcEnv(t *testing.T, b *redistest.Backend, p *oidctest.Provider) *env {
 	t.Helper()
+	store := access.New(b.Client, b.Prefix, nil)
 	o, err := frontend.NewOAuth(frontend.OAuthConfig{Issuers: []string{p.Issuer}, Resource: testResource,
 		Scopes: []string{"mcp:tools"}, Leeway: time.Millisecond, KeysMaxAge: 50 * time.Millisecond,
-		Keys: frontend.NewKeyAuth(staticKeys(), access.New(b.Client, b.Prefix, nil), false)})
+		Keys: frontend.NewKeyAuth(staticKeys(), store, false), Mapper: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,5 +183,31 @@ func TestOIDCProviderScopes(t *testing.T) {
 		}
 		full := p.ClientCredentials(t, "svc", "svc-secret", testResource, "mcp:tools mcp:admin")
 		mustMatch(t, e.send(full, call, nil), 200, `{"result":{"resultType":"task"}}`)
+	})
+}
+
+// A service moving from its API key to its provider's client credentials
+// keeps its tasks and its balance once its OAuth principal is mapped to
+// the key's (mcpq principals map).
+func TestOIDCProviderPrincipalMapping(t *testing.T) {
+	p, _ := startProviders(t)
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := oidcEnv(t, b, p)
+		id := e.createAs(keyAlice, toolTaskJob)
+		if _, err := e.store.Credit(t.Context(), "alice", 42); err != nil {
+			t.Fatal(err)
+		}
+		get := rpc(1, proto.MethodTasksGet, metaTasks, map[string]any{"taskId": id})
+		before := p.ClientCredentials(t, "svc", "svc-secret", testResource, "mcp:tools")
+		mustMatch(t, e.send(before, get, nil), 200, `{"error":{"code":-32602}}`)
+		if err := access.New(b.Client, b.Prefix, nil).MapPrincipal(t.Context(), p.Issuer+"#svc", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		tok := p.ClientCredentials(t, "svc", "svc-secret", testResource, "mcp:tools")
+		mustMatch(t, e.send(tok, get, nil), 200, `{"result":{"taskId":"`+id+`","status":"working"}}`)
+		acct, byKey := e.rest(tok, "/v1/account"), e.rest(keyAlice, "/v1/account")
+		if acct.Status != 200 || string(acct.Body) != string(byKey.Body) || !strings.Contains(string(acct.Body), "42") {
+			t.Fatalf("account by token %d %s, by key %s", acct.Status, acct.Body, byKey.Body)
+		}
 	})
 }
