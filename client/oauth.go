@@ -307,7 +307,13 @@ func (o *OAuth) clientCredentials(ctx context.Context, d *discovery, scopes []st
 	if o.ClientID == "" || o.ClientSecret == "" && o.ClientKey == nil {
 		return nil, errors.New("oauth: client credentials need a client id and a secret or key")
 	}
-	form := url.Values{"grant_type": {"client_credentials"}, "resource": {d.resourceID}}
+	return o.grant(ctx, d, url.Values{"grant_type": {"client_credentials"}}, scopes)
+}
+
+// grant asks the token endpoint for a token for the resource with scopes
+// by form's grant, as the configured client.
+func (o *OAuth) grant(ctx context.Context, d *discovery, form url.Values, scopes []string) (*Token, error) {
+	form.Set("resource", d.resourceID)
 	if len(scopes) > 0 {
 		form.Set("scope", strings.Join(scopes, " "))
 	}

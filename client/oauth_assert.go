@@ -29,17 +29,7 @@ func (o *OAuth) jwtBearer(ctx context.Context, d *discovery, scopes []string) (*
 	if err != nil {
 		return nil, fmt.Errorf("oauth: assertion: %w", err)
 	}
-	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion},
-		"resource": {d.resourceID}}
-	if len(scopes) > 0 {
-		form.Set("scope", strings.Join(scopes, " "))
-	}
-	t, err := o.tokenRequest(ctx, d.server.TokenEndpoint, d.server.Issuer, o.configured(d), form)
-	if err != nil {
-		return nil, err
-	}
-	t.Resource, t.Issuer = d.resourceID, d.server.Issuer
-	return t, nil
+	return o.grant(ctx, d, url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion}}, scopes)
 }
 
 // ExchangeIDJAG is the enterprise-managed authorization's first step

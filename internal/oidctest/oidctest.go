@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -25,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpq/mcpq/internal/redistest"
 )
 
 //go:embed provider.mjs
@@ -147,7 +148,7 @@ func Start(t testing.TB, cfg Config) *Provider {
 }
 
 func start(t testing.TB, node, module, script, conf string) (*Provider, error) {
-	port, err := freePort()
+	port, err := redistest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -182,15 +183,6 @@ func start(t testing.TB, node, module, script, conf string) (*Provider, error) {
 		stop()
 		return nil, fmt.Errorf("not listening after 30s; stderr: %s", stderr.String())
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // TokenResponse is the token endpoint's answer (RFC 6749 section 5).
