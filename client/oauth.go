@@ -75,9 +75,10 @@ type OAuth struct {
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 
-	mu   sync.Mutex
-	tok  *Token
-	dpop *dpopKey // nil: bearer tokens
+	mu     sync.Mutex
+	tok    *Token
+	loaded bool     // Store was read
+	dpop   *dpopKey // nil: bearer tokens
 }
 
 var _ Authorizer = (*OAuth)(nil)
@@ -172,12 +173,8 @@ func (o *OAuth) Authorize(ctx context.Context, req *http.Request) error {
 }
 
 func (o *OAuth) currentLocked(ctx context.Context) (*Token, error) {
-	if o.tok == nil && o.Store != nil {
-		t, err := o.Store.Load(o.Server)
-		if err != nil {
-			return nil, err
-		}
-		o.tok = t
+	if err := o.loadLocked(); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.tok.valid(o.now()):
@@ -213,11 +210,28 @@ func (o *OAuth) Challenged(ctx context.Context, ch Challenge) error {
 }
 
 // Login signs in now (the authorization code flow, or client credentials
-// when so configured) and stores the token.
+// when so configured) and stores the token. A client registered at an
+// earlier sign-in is used again.
 func (o *OAuth) Login(ctx context.Context) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.loadLocked(); err != nil {
+		return err
+	}
 	return o.authorizeLocked(ctx, Challenge{})
+}
+
+// loadLocked reads the stored token, once.
+func (o *OAuth) loadLocked() error {
+	if o.loaded || o.Store == nil {
+		return nil
+	}
+	t, err := o.Store.Load(o.Server)
+	if err != nil {
+		return err
+	}
+	o.tok, o.loaded = t, true
+	return nil
 }
 
 // authorizeLocked gets a new token: discovery from the challenge (or the
@@ -298,7 +312,7 @@ func (o *OAuth) refreshLocked(ctx context.Context) error {
 	if t.RefreshToken == "" {
 		t.RefreshToken = old.RefreshToken
 	}
-	t.Resource, t.Issuer = old.Resource, old.Issuer
+	t.Resource, t.Issuer, t.RedirectURI = old.Resource, old.Issuer, old.RedirectURI
 	return o.keepLocked(t)
 }
 

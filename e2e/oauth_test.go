@@ -83,25 +83,7 @@ func TestCLILoginThenCall(t *testing.T) {
 		t.Fatalf("mcpq call without a token: %s", e)
 	}
 
-	signedIn := make(chan error, 1)
-	login := startCLI(t, ctx, func(line string) {
-		if strings.HasPrefix(line, p.Issuer+"/auth?") {
-			go func() {
-				resp, body, err := p.SignIn(line, "alice")
-				if err == nil && (resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Signed in")) {
-					err = fmt.Errorf("redirect answered %s: %s", resp.Status, body)
-				}
-				signedIn <- err
-			}()
-		}
-	}, append([]string{"login", "--no-browser"}, flags...)...)
-	if err := login.wait(); err != nil {
-		_, e := login.output()
-		t.Fatalf("mcpq login: %v\n%s", err, e)
-	}
-	if err := <-signedIn; err != nil {
-		t.Fatal(err)
-	}
+	login(t, p, flags)
 	first := readTokens(t, tokens)[url]
 	if first.AccessToken == "" || first.RefreshToken == "" || first.ClientID == "" || first.Issuer != p.Issuer {
 		t.Fatalf("stored token %+v", first)
@@ -121,6 +103,12 @@ func TestCLILoginThenCall(t *testing.T) {
 		t.Fatalf("token not refreshed: before %.16s… after %.16s…", first.AccessToken, second.AccessToken)
 	}
 
+	// Signing in again uses the client registered the first time.
+	login(t, p, flags)
+	if again := readTokens(t, tokens)[url]; again.ClientID != first.ClientID || again.AccessToken == second.AccessToken {
+		t.Fatalf("second login: client %s (first %s)", again.ClientID, first.ClientID)
+	}
+
 	// A service signs in by client credentials from the environment.
 	t.Setenv("MCPQ_OAUTH_CLIENT_ID", "svc")
 	t.Setenv("MCPQ_OAUTH_CLIENT_SECRET", "svc-secret")
@@ -132,5 +120,30 @@ func TestCLILoginThenCall(t *testing.T) {
 	}
 	if o, _ := svc.output(); !strings.Contains(o, "Hello, svc!") {
 		t.Fatalf("mcpq call by client credentials printed %q", o)
+	}
+}
+
+// login runs mcpq login with flags, signing in as alice at p's pages when
+// it prints the authorization URL.
+func login(t *testing.T, p *oidctest.Provider, flags []string) {
+	t.Helper()
+	signedIn := make(chan error, 1)
+	proc := startCLI(t, within(t), func(line string) {
+		if strings.HasPrefix(line, p.Issuer+"/auth?") {
+			go func() {
+				resp, body, err := p.SignIn(line, "alice")
+				if err == nil && (resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Signed in")) {
+					err = fmt.Errorf("redirect answered %s: %s", resp.Status, body)
+				}
+				signedIn <- err
+			}()
+		}
+	}, append([]string{"login", "--no-browser"}, flags...)...)
+	if err := proc.wait(); err != nil {
+		_, e := proc.output()
+		t.Fatalf("mcpq login: %v\n%s", err, e)
+	}
+	if err := <-signedIn; err != nil {
+		t.Fatal(err)
 	}
 }
