@@ -85,7 +85,7 @@ var _ Authorizer = (*OAuth)(nil)
 
 // ErrLoginRequired: the server wants a token this client cannot get
 // without a person (run mcpq login).
-const ErrLoginRequired Sentinel = "the server requires OAuth sign-in (mcpq login)"
+const ErrLoginRequired Sentinel = "the server requires credentials: an OAuth sign-in (mcpq login) or an API key (--key)"
 
 // refreshMargin: a token this close to its expiry is refreshed first.
 const refreshMargin = 30 * time.Second
