@@ -227,6 +227,23 @@ need_everything() {
   fi
 }
 
+# need_oidc_provider: install oidc-provider (npm), a real OpenID provider,
+# into .cache/oidc-provider for the OAuth tests (internal/oidctest runs it
+# with the conformance suite's Node.js: need_conformance_suite first), and
+# export MCPQ_OIDC_PROVIDER_DIR.
+OIDC_PROVIDER_VERSION=9.13.3
+need_oidc_provider() {
+  local dir="$CACHE/oidc-provider"
+  if [ "$(pkg_version "$dir/node_modules/oidc-provider")" != "$OIDC_PROVIDER_VERSION" ]; then
+    command -v npm >/dev/null 2>&1 || { log "npm is needed to install oidc-provider"; exit 1; }
+    log "installing oidc-provider@$OIDC_PROVIDER_VERSION into ${dir#"$ROOT/"}"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error \
+      "oidc-provider@$OIDC_PROVIDER_VERSION" >&2
+  fi
+  export MCPQ_OIDC_PROVIDER_DIR="$dir"
+}
+
 # summarize_checks NAME DIR: print NAME's check counts from DIR/**/checks.json;
 # fails when there is none or when one holds a FAILURE.
 summarize_checks() {
