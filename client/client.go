@@ -45,6 +45,9 @@ type Client struct {
 	Info *proto.Implementation
 	// Header is added to every request (e.g. Authorization).
 	Header http.Header
+	// Auth supplies a bearer token (Authorization) for every request and a
+	// new one when the server refuses it (OAuth); nil sends only Header.
+	Auth Authorizer
 	// Meta holds extra _meta entries sent on every request, such as a W3C
 	// "traceparent".
 	Meta map[string]any
@@ -152,6 +155,20 @@ func (c *Client) newRequest(ctx context.Context, id int64, method, name string, 
 	if err != nil {
 		return nil, err
 	}
+	req, err := c.post(ctx, body, method, extra)
+	if err != nil {
+		return nil, err
+	}
+	if name != "" {
+		req.Header.Set("Mcp-Name", EncodeHeaderValue(name))
+	}
+	return req, nil
+}
+
+// post is the POST of body (a JSON-RPC request of method) to the endpoint
+// with the headers every request carries: Header, the context's, extra,
+// then the protocol's own.
+func (c *Client) post(ctx context.Context, body []byte, method string, extra http.Header) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -171,9 +188,6 @@ func (c *Client) newRequest(ctx context.Context, id int64, method, name string, 
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", proto.ProtocolVersion)
 	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", EncodeHeaderValue(name))
-	}
 	return req, nil
 }
 
@@ -186,11 +200,7 @@ func (c *Client) httpClient() *http.Client {
 
 func (c *Client) roundTrip(ctx context.Context, method, name string, params map[string]any, extra http.Header, out any) error {
 	id := c.nextID.Add(1)
-	req, err := c.newRequest(ctx, id, method, name, params, extra)
-	if err != nil {
-		return err
-	}
-	resp, err := c.httpClient().Do(req)
+	resp, err := c.send(ctx, func() (*http.Request, error) { return c.newRequest(ctx, id, method, name, params, extra) })
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,14 @@ func (j *FileJournal) write(e Entry) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(j.Dir, ".tmp-*")
+	return writeFileAtomic(j.Dir, j.path(e.Server, e.TaskID), b)
+}
+
+// writeFileAtomic replaces path (in dir) with b atomically and durably: a
+// temporary file (mode 0600) written, fsynced and renamed into place, then
+// the folder fsynced, so a reader sees the whole old or new content.
+func writeFileAtomic(dir, path string, b []byte) error {
+	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return err
 	}
@@ -169,10 +176,10 @@ func (j *FileJournal) write(e Entry) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, j.path(e.Server, e.TaskID)); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(j.Dir)
+	return syncDir(dir)
 }
 
 // locked runs fn holding the folder's lock (creating the folder).

@@ -94,27 +94,7 @@ func (c *Client) Listen(ctx context.Context, filter map[string]any) (*Listener, 
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range c.Header {
-		req.Header[k] = v
-	}
-	if h, ok := ctx.Value(headerKey{}).(http.Header); ok {
-		for k, v := range h {
-			req.Header[k] = v
-		}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", proto.ProtocolVersion)
-	req.Header.Set("Mcp-Method", proto.MethodListen)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.send(ctx, func() (*http.Request, error) { return c.post(ctx, body, proto.MethodListen, nil) })
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // billedTools is a tools file with one priced command tool that reports
@@ -45,7 +46,7 @@ func TestBillingAfterSIGKILL(t *testing.T) {
 	c := taskClient(url)
 	store := taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})
 	who := frontend.AnonymousPrincipal
-	if _, err := store.Credit(ctx, who, 900); err != nil {
+	if _, err := store.Accounts().Credit(ctx, who, 900); err != nil {
 		t.Fatal(err)
 	}
 
@@ -77,7 +78,7 @@ func TestBillingAfterSIGKILL(t *testing.T) {
 			t.Fatalf("task %s ended %s: %s", id, g.Status, g.Result)
 		}
 		var r struct {
-			Meta map[string]taskstate.Receipt `json:"_meta"`
+			Meta map[string]billing.Receipt `json:"_meta"`
 		}
 		if err := json.Unmarshal(g.Result, &r); err != nil {
 			t.Fatal(err)
@@ -87,14 +88,14 @@ func TestBillingAfterSIGKILL(t *testing.T) {
 			t.Fatalf("task %s receipt %+v: want more than one full run's 80 units charged, within 200", id, rc)
 		}
 	}
-	a, err := store.Account(ctx, who)
+	a, err := store.Accounts().Get(ctx, who)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Reserved != 0 || a.Credited != a.Balance+a.Reserved+a.Charged || a.Balance < 0 {
 		t.Fatalf("account %+v", a)
 	}
-	entries, _, err := store.Ledger(ctx, who, "", taskstate.MaxLedgerPage)
+	entries, _, err := store.Accounts().Ledger(ctx, who, "", billing.MaxPage)
 	if err != nil {
 		t.Fatal(err)
 	}

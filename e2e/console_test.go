@@ -102,7 +102,7 @@ func startConsoleCluster(t *testing.T) *consoleCluster {
 		t.Fatal(err)
 	}
 	store := taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})
-	if _, err := store.Credit(context.Background(), "ops", 1000); err != nil {
+	if _, err := store.Accounts().Credit(context.Background(), "ops", 1000); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {

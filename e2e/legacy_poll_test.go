@@ -98,6 +98,12 @@ func pollingClient(t *testing.T, urls []string) {
 		return r.Result.Status
 	}
 	asked := 0
+	// The GET stream's completed status may come before a poll shows the
+	// task completed, or after.
+	completedSeen := false
+	completed := func(ev legacyEvent) bool {
+		return ev.Method == "notifications/tasks/status" && ev.Params.Status == "completed"
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for i := 0; ; i++ {
 		if time.Now().After(deadline) {
@@ -113,6 +119,7 @@ func pollingClient(t *testing.T, urls []string) {
 			if !ok {
 				t.Fatal("the GET stream ended")
 			}
+			completedSeen = completedSeen || completed(ev)
 			if ev.Method != "elicitation/create" {
 				continue
 			}
@@ -130,13 +137,13 @@ func pollingClient(t *testing.T, urls []string) {
 		case <-time.After(200 * time.Millisecond): // poll again, as the client does
 		}
 	}
-	for ok := true; ok; {
+	for ok := !completedSeen; ok; {
 		select {
 		case ev, open := <-events:
 			if ev.Method == "elicitation/create" {
 				asked++
 			}
-			ok = open && !(ev.Method == "notifications/tasks/status" && ev.Params.Status == "completed")
+			ok = open && !completed(ev)
 		case <-time.After(30 * time.Second):
 			t.Fatal("no completed status on the GET stream")
 		}

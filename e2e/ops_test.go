@@ -403,7 +403,7 @@ func TestBillingMetricsAfterWorkload(t *testing.T) {
 	if err != nil || res.Result == nil || !res.Result.IsError || res.Result.Meta[proto.MetaFunds] == nil {
 		t.Fatalf("an uncovered call answered %+v, %v", res, err)
 	}
-	if _, err := e.store.Credit(ctx, frontend.AnonymousPrincipal, 500); err != nil {
+	if _, err := e.store.Accounts().Credit(ctx, frontend.AnonymousPrincipal, 500); err != nil {
 		t.Fatal(err)
 	}
 	// 100 reserved each: completed charges 30 and releases 70; completed
@@ -478,7 +478,7 @@ func TestBillingMetricsAfterWorkload(t *testing.T) {
 		}
 	}
 	// The counters add up to the account: charged 155, 345 left.
-	a, err := e.store.Account(ctx, frontend.AnonymousPrincipal)
+	a, err := e.store.Accounts().Get(ctx, frontend.AnonymousPrincipal)
 	if err != nil {
 		t.Fatal(err)
 	}

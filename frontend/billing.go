@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // Billing on the front end (docs/billing.md): with Config.Billing, a call
@@ -67,7 +68,7 @@ func (s *Server) bill(c *call, inv invocation, p *taskstate.CreateParams) error 
 // allocations, -32020..-32099 are MCP's own), and a tool error is what the
 // model sees and can act on. _meta[proto.MetaFunds] says what the call
 // needed and what was available; no task record or job exists.
-func fundsResult(name string, fe *taskstate.FundsError) *proto.CallToolResult {
+func fundsResult(name string, fe *billing.FundsError) *proto.CallToolResult {
 	return &proto.CallToolResult{
 		ResultBase: proto.ResultBase{ResultType: proto.ResultComplete, Meta: proto.ResultMeta{
 			proto.MetaFunds: map[string]int64{"needed": fe.Needed, "available": fe.Available}}},
@@ -84,7 +85,7 @@ func (s *Server) getMyAccount(w http.ResponseWriter, r *http.Request) {
 		s.restFail(w, err)
 		return
 	}
-	a, err := s.store.Account(r.Context(), principal)
+	a, err := s.store.Accounts().Get(r.Context(), principal)
 	if err != nil {
 		s.restFail(w, err)
 		return
@@ -109,12 +110,12 @@ func (s *Server) getMyLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	limit, ok := queryLimit(w, q, 100, taskstate.MaxLedgerPage)
+	limit, ok := queryLimit(w, q, 100, billing.MaxPage)
 	if !ok {
 		return
 	}
-	entries, next, err := s.store.Ledger(r.Context(), principal, q.Get("cursor"), limit)
-	if errors.Is(err, taskstate.ErrBadCursor) {
+	entries, next, err := s.store.Accounts().Ledger(r.Context(), principal, q.Get("cursor"), limit)
+	if errors.Is(err, billing.ErrBadCursor) {
 		writeREST(w, http.StatusBadRequest, restError{Error: "invalid cursor"})
 		return
 	}

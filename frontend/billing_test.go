@@ -12,7 +12,7 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/catalog"
 )
 
@@ -64,14 +64,14 @@ func TestBillingCalls(t *testing.T) {
 			t.Fatalf("a refused call left tasks: %+v", tasks)
 		}
 
-		if _, err := e.store.Credit(ctx, frontend.AnonymousPrincipal, 100); err != nil {
+		if _, err := e.store.Accounts().Credit(ctx, frontend.AnonymousPrincipal, 100); err != nil {
 			t.Fatal(err)
 		}
 		id := str(e.callTool(metaTasks, toolPriced, map[string]any{"frames": 4}).JSON, "result.taskId")
 		if id == "" {
 			t.Fatal("no task")
 		}
-		var acct taskstate.Account
+		var acct billing.Account
 		if e.restGet("/v1/account", &acct); acct.Balance != 70 || acct.Reserved != 30 || acct.Available != 70 {
 			t.Fatalf("account after the call: %+v", acct)
 		}
@@ -86,7 +86,7 @@ func TestBillingCalls(t *testing.T) {
 		mustMatch(t, rep, 200, `{"result":{"status":"completed","result":{"content":[{"type":"text","text":"Hello, Ada!"}],
 			"_meta":{"io.mcpq/receipt":{"reserved":30,"charged":12,"released":18,"usage":12}}}}}`)
 		var view struct {
-			Receipt taskstate.Receipt `json:"receipt"`
+			Receipt billing.Receipt `json:"receipt"`
 		}
 		if e.restGet("/v1/tasks/"+id, &view); view.Receipt.Charged != 12 || len(view.Receipt.Entries) != 2 {
 			t.Fatalf("REST view receipt: %+v", view.Receipt)
@@ -132,7 +132,7 @@ func TestBillingCalls(t *testing.T) {
 func TestIdempotencyKey(t *testing.T) {
 	e := newEnv(t, redistest.Mini(t), func(c *frontend.Config) { c.Billing = true })
 	e.publish(pricedTool())
-	if _, err := e.store.Credit(context.Background(), frontend.AnonymousPrincipal, 60); err != nil {
+	if _, err := e.store.Accounts().Credit(context.Background(), frontend.AnonymousPrincipal, 60); err != nil {
 		t.Fatal(err)
 	}
 	call := func(key string, frames int, metaKey string) reply {
@@ -157,7 +157,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if first == "" || again != first || viaMeta != first {
 		t.Fatalf("tasks %q %q %q: a retry made another", first, again, viaMeta)
 	}
-	var acct taskstate.Account
+	var acct billing.Account
 	if e.restGet("/v1/account", &acct); acct.Reserved != 30 {
 		t.Fatalf("reserved %d after retries, want 30", acct.Reserved)
 	}
@@ -188,7 +188,7 @@ func TestBillingRefusalLeavesNoJob(t *testing.T) {
 	if ids := pending(); len(ids) != 0 {
 		t.Fatalf("jobs left by a refused call: %v", ids)
 	}
-	if _, err := e.store.Credit(context.Background(), frontend.AnonymousPrincipal, 100); err != nil {
+	if _, err := e.store.Accounts().Credit(context.Background(), frontend.AnonymousPrincipal, 100); err != nil {
 		t.Fatal(err)
 	}
 	id := str(e.callTool(metaTasks, toolPriced, map[string]any{"frames": 4}).JSON, "result.taskId")

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpq/mcpq/objstore"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // storeArguments puts a call's arguments, over InlineMaxArgumentBytes, in
@@ -38,7 +39,7 @@ func (s *Server) storeArguments(ctx context.Context, id string, args []byte) (st
 func (s *Server) dropArguments(ctx context.Context, key string, err error) {
 	var jobErr *taskstate.JobError
 	if !errors.Is(err, taskstate.ErrLimit) && !errors.Is(err, taskstate.ErrArgsLimit) &&
-		!errors.Is(err, taskstate.ErrExists) && !errors.Is(err, taskstate.ErrFunds) && !errors.As(err, &jobErr) {
+		!errors.Is(err, taskstate.ErrExists) && !errors.Is(err, billing.ErrFunds) && !errors.As(err, &jobErr) {
 		return
 	}
 	if derr := s.cfg.Blobs.Delete(context.WithoutCancel(ctx), key); derr != nil {

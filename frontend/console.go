@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/taskstate/timeline"
 )
@@ -29,7 +30,7 @@ type taskFacts struct {
 	QueuedMs  *int64 `json:"queuedMs,omitempty"`
 	ElapsedMs *int64 `json:"elapsedMs,omitempty"`
 	// Cost is a priced call's reservation and settlement.
-	Cost *taskstate.Cost `json:"cost,omitempty"`
+	Cost *billing.Cost `json:"cost,omitempty"`
 }
 
 // progress is how far along a task says it is.
@@ -114,8 +115,9 @@ func (s *Server) summarize(rec *taskstate.Record, titles map[string]string) task
 }
 
 func (s *Server) page(rec *taskstate.Record, titles map[string]string) taskPage {
-	p := taskPage{taskFacts: facts(rec, titles, s.store.Now()), Timeline: rec.Timeline,
-		Attempts: timeline.Attempts(rec.Timeline), ArgumentsBytes: len(rec.Arguments), ArgumentsRef: rec.ArgumentsRef}
+	tl := rec.Timeline()
+	p := taskPage{taskFacts: facts(rec, titles, s.store.Now()), Timeline: tl,
+		Attempts: timeline.Attempts(tl), ArgumentsBytes: len(rec.Arguments), ArgumentsRef: rec.ArgumentsRef}
 	if len(rec.Arguments) > 0 {
 		p.ArgumentsPreview = string(rec.Arguments[:min(len(rec.Arguments), argumentsPreviewMax)])
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/taskstate/timeline"
 )
@@ -17,12 +17,12 @@ import (
 // consoleTask is what the console reads of a task in GET /v1/tasks and
 // GET /v1/tasks/{id}.
 type consoleTask struct {
-	TaskID    string          `json:"taskId"`
-	Status    string          `json:"status"`
-	Tool      string          `json:"tool"`
-	QueuedMs  *int64          `json:"queuedMs"`
-	ElapsedMs *int64          `json:"elapsedMs"`
-	Cost      *taskstate.Cost `json:"cost"`
+	TaskID    string        `json:"taskId"`
+	Status    string        `json:"status"`
+	Tool      string        `json:"tool"`
+	QueuedMs  *int64        `json:"queuedMs"`
+	ElapsedMs *int64        `json:"elapsedMs"`
+	Cost      *billing.Cost `json:"cost"`
 	Progress  *struct {
 		Done, Total float64
 	} `json:"progress"`
@@ -40,7 +40,7 @@ func TestConsoleAPI(t *testing.T) {
 		e := newEnv(t, b, func(c *frontend.Config) { c.Billing = true })
 		e.publish(pricedTool())
 		ctx := context.Background()
-		if _, err := e.store.Credit(ctx, frontend.AnonymousPrincipal, 100); err != nil {
+		if _, err := e.store.Accounts().Credit(ctx, frontend.AnonymousPrincipal, 100); err != nil {
 			t.Fatal(err)
 		}
 		id := str(e.callTool(metaTasks, toolPriced, map[string]any{"frames": 4}).JSON, "result.taskId")
@@ -68,7 +68,7 @@ func TestConsoleAPI(t *testing.T) {
 		if code := e.restGet("/v1/tasks/"+id, &page); code != 200 {
 			t.Fatalf("task page: HTTP %d", code)
 		}
-		if page.Cost == nil || *page.Cost != (taskstate.Cost{Reserved: 30, Charged: 12, Released: 18}) ||
+		if page.Cost == nil || *page.Cost != (billing.Cost{Reserved: 30, Charged: 12, Released: 18}) ||
 			len(page.Attempts) != 1 || page.Attempts[0].Ended != "completed" || len(page.Timeline) != 2 {
 			t.Fatalf("task page: %+v", page)
 		}

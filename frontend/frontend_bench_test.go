@@ -70,7 +70,7 @@ func benchBackends(b *testing.B, asynqEnqueue, billing bool, fn func(b *testing.
 			Policy: proto.PolicyTask, Queue: "mcpq"}
 		if billing {
 			def.Price = &proto.Price{Base: 1}
-			if _, err := store.Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
+			if _, err := store.Accounts().Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/taskstate/events"
 )
@@ -239,7 +240,7 @@ func (s *Server) newTask(ctx context.Context, c *call, inv invocation, ref tasks
 		if p.ArgumentsRef != "" {
 			s.dropArguments(ctx, p.ArgumentsRef, err)
 		}
-		if fe := (*taskstate.FundsError)(nil); errors.As(err, &fe) {
+		if fe := (*billing.FundsError)(nil); errors.As(err, &fe) {
 			s.metrics.billing.Refused(inv.def.Key())
 			s.series.Refused(inv.def.Key())
 			return nil, fundsResult(inv.name, fe), nil

@@ -311,7 +311,7 @@ func TestOAuthPrincipalMapping(t *testing.T) {
 		store := access.New(b.Client, b.Prefix, nil)
 		e := newOAuthEnv(t, b, is, func(c *frontend.OAuthConfig) { c.Mapper = store })
 		id := e.createAs(keyAlice, toolTaskJob)
-		if _, err := e.store.Credit(t.Context(), "alice", 42); err != nil {
+		if _, err := e.store.Accounts().Credit(t.Context(), "alice", 42); err != nil {
 			t.Fatal(err)
 		}
 		key, kid := is.current()

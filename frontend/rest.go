@@ -117,7 +117,7 @@ func queryLimit(w http.ResponseWriter, q url.Values, def, most int) (n int, ok b
 type restTask struct {
 	proto.DetailedTask
 	// Receipt is the task's billing receipt once its reservation settled
-	// (taskstate.Receipt; absent for a free task or one still running).
+	// (billing.Receipt; absent for a free task or one still running).
 	Receipt json.RawMessage `json:"receipt,omitempty"`
 	taskPage
 }

@@ -30,7 +30,7 @@ func TestOperatorSeries(t *testing.T) {
 		})
 		e.publish(pricedTool())
 		e.enq.setHold(true) // queued: no worker holds the tasks, so the cancel ends one here
-		if _, err := e.store.Credit(context.Background(), frontend.AnonymousPrincipal, 40); err != nil {
+		if _, err := e.store.Accounts().Credit(context.Background(), frontend.AnonymousPrincipal, 40); err != nil {
 			t.Fatal(err)
 		}
 		queued := str(e.callTool(metaTasks, toolPriced, map[string]any{"frames": 4}).JSON, "result.taskId") // reserves 30

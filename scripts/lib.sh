@@ -40,6 +40,17 @@ need_media() {
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_deb_pkg fonts-dejavu-core
 }
 
+# need_ingest: poppler-utils (pdftotext) and python3 with SQLite's FTS5
+# for examples/ingest's ingest_site and search_index, and Debian's sqlite3
+# shell for looking into an index by hand.
+need_ingest() {
+  need_python3
+  need_deb pdftotext poppler-utils --no-install-recommends
+  need_deb sqlite3 sqlite3 --no-install-recommends
+  python3 -c "import sqlite3; sqlite3.connect(':memory:').execute('CREATE VIRTUAL TABLE t USING fts5(a)')" \
+    || { log "python3's sqlite3 has no FTS5 (Debian's python3 has it)"; exit 1; }
+}
+
 # need_deb_pkg PACKAGE: install Debian's PACKAGE (one with no command to
 # look for: a model, a font).
 need_deb_pkg() {
@@ -214,6 +225,23 @@ need_everything() {
     npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error \
       "@modelcontextprotocol/server-everything@$version" >&2
   fi
+}
+
+# need_oidc_provider: install oidc-provider (npm), a real OpenID provider,
+# into .cache/oidc-provider for the OAuth tests (internal/oidctest runs it
+# with the conformance suite's Node.js: need_conformance_suite first), and
+# export MCPQ_OIDC_PROVIDER_DIR.
+OIDC_PROVIDER_VERSION=9.13.3
+need_oidc_provider() {
+  local dir="$CACHE/oidc-provider"
+  if [ "$(pkg_version "$dir/node_modules/oidc-provider")" != "$OIDC_PROVIDER_VERSION" ]; then
+    command -v npm >/dev/null 2>&1 || { log "npm is needed to install oidc-provider"; exit 1; }
+    log "installing oidc-provider@$OIDC_PROVIDER_VERSION into ${dir#"$ROOT/"}"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error \
+      "oidc-provider@$OIDC_PROVIDER_VERSION" >&2
+  fi
+  export MCPQ_OIDC_PROVIDER_DIR="$dir"
 }
 
 # summarize_checks NAME DIR: print NAME's check counts from DIR/**/checks.json;

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // TestBillingProperty drives thousands of concurrent priced and free tasks
@@ -49,7 +50,7 @@ func TestBillingProperty(t *testing.T) {
 	principals := make([]string, 6)
 	for i := range principals {
 		principals[i] = fmt.Sprintf("%s-p%d", t.Name(), i)
-		if _, err := st.Credit(ctx, principals[i], int64(2000+i*1500)); err != nil {
+		if _, err := st.Accounts().Credit(ctx, principals[i], int64(2000+i*1500)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +177,7 @@ func TestBillingProperty(t *testing.T) {
 			}
 			rec, err := st.Create(ctx, p)
 			switch {
-			case errors.Is(err, taskstate.ErrFunds):
+			case errors.Is(err, billing.ErrFunds):
 				refused.Add(1)
 				return
 			case err != nil:

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 func amount(n int64) *int64 { return &n }
@@ -21,16 +22,16 @@ func amount(n int64) *int64 { return &n }
 // settlements collects what a store's Options.Settled is told.
 type settlements struct {
 	mu   sync.Mutex
-	list []taskstate.Settlement
+	list []billing.Settlement
 }
 
-func (s *settlements) add(st taskstate.Settlement) {
+func (s *settlements) add(st billing.Settlement) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.list = append(s.list, st)
 }
 
-func (s *settlements) all() []taskstate.Settlement {
+func (s *settlements) all() []billing.Settlement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.list)
@@ -39,15 +40,15 @@ func (s *settlements) all() []taskstate.Settlement {
 // credit adds n to who's account.
 func (e *env) credit(t *testing.T, who string, n int64) {
 	t.Helper()
-	if _, err := e.s.Credit(ctx(t), who, n); err != nil {
+	if _, err := e.s.Accounts().Credit(ctx(t), who, n); err != nil {
 		t.Fatalf("Credit: %v", err)
 	}
 }
 
 // account reads who's account.
-func (e *env) account(t *testing.T, who string) taskstate.Account {
+func (e *env) account(t *testing.T, who string) billing.Account {
 	t.Helper()
-	a, err := e.s.Account(ctx(t), who)
+	a, err := e.s.Accounts().Get(ctx(t), who)
 	if err != nil {
 		t.Fatalf("Account: %v", err)
 	}
@@ -60,7 +61,7 @@ func (e *env) ledger(t *testing.T, who string) []proto.LedgerEntry {
 	var all []proto.LedgerEntry
 	cursor := ""
 	for {
-		page, next, err := e.s.Ledger(ctx(t), who, cursor, 7) // small pages: the cursor is exercised
+		page, next, err := e.s.Accounts().Ledger(ctx(t), who, cursor, 7) // small pages: the cursor is exercised
 		if err != nil {
 			t.Fatalf("Ledger: %v", err)
 		}
@@ -132,9 +133,9 @@ func (e *env) books(t *testing.T, who string, open int) map[string]proto.LedgerE
 }
 
 // receipt decodes the record's receipt.
-func receipt(t *testing.T, r *taskstate.Record) taskstate.Receipt {
+func receipt(t *testing.T, r *taskstate.Record) billing.Receipt {
 	t.Helper()
-	var rc taskstate.Receipt
+	var rc billing.Receipt
 	if err := json.Unmarshal(r.Receipt, &rc); err != nil {
 		t.Fatalf("receipt %q: %v", r.Receipt, err)
 	}
@@ -241,7 +242,7 @@ func TestBillingSettles(t *testing.T) {
 				}
 				if r.Status == proto.StatusCompleted {
 					var res struct {
-						Meta map[string]taskstate.Receipt `json:"_meta"`
+						Meta map[string]billing.Receipt `json:"_meta"`
 					}
 					if err := json.Unmarshal(r.Result, &res); err != nil || res.Meta[proto.MetaReceipt].Entries[1] != s.ID {
 						t.Fatalf("result %s: %v", r.Result, err)
@@ -317,8 +318,8 @@ func TestBillingRefusesWithoutFunds(t *testing.T) {
 				e.credit(t, principal, credit)
 			}
 			rec, err := e.s.Create(ctx(t), taskstate.CreateParams{Principal: principal, Tool: "echo", Reserve: amount(100)})
-			var fe *taskstate.FundsError
-			if !errors.As(err, &fe) || !errors.Is(err, taskstate.ErrFunds) || fe.Needed != 100 || fe.Available != credit || rec != nil {
+			var fe *billing.FundsError
+			if !errors.As(err, &fe) || !errors.Is(err, billing.ErrFunds) || fe.Needed != 100 || fe.Available != credit || rec != nil {
 				t.Fatalf("credit %d: Create = %v, %v", credit, rec, err)
 			}
 		}
@@ -353,7 +354,7 @@ func TestBillingConcurrentCreates(t *testing.T) {
 				switch {
 				case err == nil:
 					ok++
-				case !errors.Is(err, taskstate.ErrFunds):
+				case !errors.Is(err, billing.ErrFunds):
 					t.Fatalf("round %d: %v", round, err)
 				}
 			}
@@ -389,7 +390,7 @@ func TestIdempotentCreate(t *testing.T) {
 			t.Fatalf("account %+v", a)
 		}
 		p.Principal = t.Name() + "-bob"
-		if _, err := e.s.Create(ctx(t), p); !errors.Is(err, taskstate.ErrFunds) {
+		if _, err := e.s.Create(ctx(t), p); !errors.Is(err, billing.ErrFunds) {
 			t.Fatalf("bob's create with the same key: %v", err)
 		}
 	})
@@ -418,20 +419,20 @@ func TestLedgerHook(t *testing.T) {
 				return nil
 			}
 		}
-		if _, err := e.s.ForwardLedgers(ctx(t), 10, hook(true)); !errors.Is(err, down) {
+		if _, err := e.s.Accounts().Forward(ctx(t), 10, hook(true)); !errors.Is(err, down) {
 			t.Fatalf("failing hook: %v", err)
 		}
-		if _, err := e.s.ForwardLedgers(ctx(t), 1, hook(false)); err != nil { // one entry per pass
+		if _, err := e.s.Accounts().Forward(ctx(t), 1, hook(false)); err != nil { // one entry per pass
 			t.Fatal(err)
 		}
-		if _, err := e.s.ForwardLedgers(ctx(t), 10, hook(false)); err != nil {
+		if _, err := e.s.Accounts().Forward(ctx(t), 10, hook(false)); err != nil {
 			t.Fatal(err)
 		}
 		a := e.claim(t, ref)
 		if err := e.s.Finish(ctx(t), ref, a, outcome(proto.StatusFailed)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.s.ForwardLedgers(ctx(t), 10, hook(false)); err != nil {
+		if _, err := e.s.Accounts().Forward(ctx(t), 10, hook(false)); err != nil {
 			t.Fatal(err)
 		}
 		want := e.ledger(t, who)

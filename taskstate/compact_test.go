@@ -23,7 +23,7 @@ import (
 func (e *env) longTask(t *testing.T) (taskstate.Ref, int64) {
 	t.Helper()
 	who := "principal-" + strings.Repeat("p", 70)
-	if _, err := e.s.Credit(ctx(t), who, 1000); err != nil {
+	if _, err := e.s.Accounts().Credit(ctx(t), who, 1000); err != nil {
 		t.Fatal(err)
 	}
 	reserve := int64(100)
@@ -151,11 +151,11 @@ func TestEndedRecordCompact(t *testing.T) {
 				}
 				want.Version, want.Receipt = got.Version, got.Receipt
 				// Every end adds to the timeline (timeline_test.go checks what).
-				if n := len(want.Timeline); len(got.Timeline) <= n || !reflect.DeepEqual(got.Timeline[:n], want.Timeline) ||
-					got.Timeline[len(got.Timeline)-1].Kind != timeline.Ended {
-					t.Fatalf("timeline %+v after %+v", got.Timeline, want.Timeline)
+				if gt, wt := got.Timeline(), want.Timeline(); len(gt) <= len(wt) || !reflect.DeepEqual(gt[:len(wt)], wt) ||
+					gt[len(gt)-1].Kind != timeline.Ended {
+					t.Fatalf("timeline %+v after %+v", gt, wt)
 				}
-				want.Timeline = got.Timeline
+				taskstate.CopyTimeline(want, got)
 				// The settled cost joins the reservation create.lua wrote.
 				if got.Cost == nil || want.Cost == nil || got.Cost.Reserved != want.Cost.Reserved ||
 					got.Cost.Charged+got.Cost.Released != got.Cost.Reserved {
@@ -293,7 +293,7 @@ func TestCompactRecordLongResult(t *testing.T) {
 				freezeMini(b)
 				p := taskstate.CreateParams{TTLMs: ttl(60_000)}
 				if priced {
-					if _, err := e.s.Credit(ctx(t), "anonymous", 10); err != nil {
+					if _, err := e.s.Accounts().Credit(ctx(t), "anonymous", 10); err != nil {
 						t.Fatal(err)
 					}
 					reserve := int64(5)

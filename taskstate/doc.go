@@ -1,8 +1,9 @@
 // Package taskstate owns mcpq's durable tasks in Redis: every key name of a
 // task (keys.go), every Lua script of its life (scripts/*.lua, one per
-// transition), the task state machine (transitions.go), and billing, whose
-// reservations and settlements run inside those scripts. Two sub-packages
-// hold the other shared state: catalog (what workers publish and serve)
+// transition), the task state machine (transitions.go), and the
+// reservations and settlements of billing, which run inside those scripts.
+// Three sub-packages hold the other shared state: billing (accounts,
+// ledgers and the money types), catalog (what workers publish and serve)
 // and events (what the scripts announce on a task's channel, and the hub
 // that subscribes to it).
 //

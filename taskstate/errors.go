@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // Sentinel errors. Callers test them with errors.Is; frontend maps them to
@@ -31,9 +33,6 @@ var (
 	// ErrArgsLimit: the owner's live tasks already hold the allowed
 	// argument bytes (CreateParams.MaxArgBytes).
 	ErrArgsLimit = errors.New("taskstate: live tasks hold too many argument bytes")
-	// ErrFunds: the owner's balance does not cover the tool's ceiling
-	// (a *FundsError says by how much).
-	ErrFunds = errors.New("taskstate: insufficient funds")
 	// errReplayed: the idempotency key already made a task (create.lua;
 	// Create answers that task instead).
 	errReplayed = errors.New("taskstate: idempotency key replayed")
@@ -92,7 +91,7 @@ var scriptCodes = [...]struct {
 	codeKeyReused: {"KEY_REUSED", ErrKeyReused},
 	codeLimit:     {"LIMIT", ErrLimit},
 	codeArgsLimit: {"ARGS_LIMIT", ErrArgsLimit},
-	codeFunds:     {"FUNDS", ErrFunds},
+	codeFunds:     {"FUNDS", billing.ErrFunds},
 	codeReplayed:  {"REPLAYED", errReplayed},
 	codeBusy:      {"BUSY", ErrBusy},
 	codeHeld:      {"HELD", ErrHeld},

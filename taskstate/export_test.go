@@ -13,14 +13,17 @@ var MergeExtra = mergeExtra
 // The key names only this package's scripts use, for the external tests
 // that look at Redis itself.
 
-func (k Keys) Account(owner string) string           { return k.account(owner) }
-func (k Keys) Ledger(owner string) string            { return k.ledger(owner) }
+func (k Keys) Account(owner string) string           { return k.billing().Account(owner) }
+func (k Keys) Ledger(owner string) string            { return k.billing().Ledger(owner) }
 func (k Keys) Held(owner string) string              { return k.held(owner) }
 func (k Keys) Live(owner string) string              { return k.live(owner) }
 func (k Keys) Owners() string                        { return k.owners() }
 func (k Keys) Running(owner, queue string) string    { return k.running(owner, queue) }
 func (k Keys) Tasks(owner string) string             { return k.tasks(owner) }
 func (k Keys) Idempotency(owner, hash string) string { return k.idempotency(owner, hash) }
+
+// CopyTimeline gives dst the stored timeline of src.
+func CopyTimeline(dst, src *Record) { dst.tl = src.tl }
 
 // FormatTime and Allowed expose formatTime and allowed.
 var (

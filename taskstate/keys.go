@@ -3,6 +3,8 @@ package taskstate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
@@ -49,9 +51,13 @@ func (k Keys) Events(ref Ref) string { return k.Prefix + "{" + ref.Owner + "}:ev
 // score the deadline (unix ms). The reaper walks it. Type: sorted set.
 func (k Keys) Deadlines(owner string) string { return k.Prefix + "{" + owner + "}:deadlines" }
 
+// billing names the billing keys under the same prefix (an owner's
+// account and ledger, which the scripts that reserve and settle write).
+func (k Keys) billing() billing.Keys { return billing.Keys{Prefix: k.Prefix} }
+
 // owners lists the owner tags that have (or had) tasks, so the reaper and
-// the recovery loop can find every owner's indexes. Type: set.
-func (k Keys) owners() string { return k.Prefix + "owners" }
+// the recovery loop can find every owner's indexes (billing.Keys.Owners).
+func (k Keys) owners() string { return k.billing().Owners() }
 
 // tasks indexes one owner's tasks newest first: member task id, score
 // createdAt (unix ms). "My tasks" pages through it. Type: sorted set.
@@ -91,11 +97,6 @@ func (k Keys) running(owner, queue string) string {
 // subscription instead of one per job. Type: pub/sub channel.
 func (k Keys) Stops() string { return k.Prefix + "stops" }
 
-// account is one owner's billing account (billing.go), in integer units:
-// fields balance (neither reserved nor charged), reserved, charged and
-// credited; credited = balance + reserved + charged always. Type: hash.
-func (k Keys) account(owner string) string { return k.Prefix + "{" + owner + "}:account" }
-
 // Holds are one owner's open reservations: field "r:<task id>" →
 // "<reserved> <reserve ledger entry id> <tool>", and "u:<task id>" → the
 // metered usage reported so far. A task's fields go when it settles. Kept
@@ -103,18 +104,8 @@ func (k Keys) account(owner string) string { return k.Prefix + "{" + owner + "}:
 // still settles. Type: hash.
 func (k Keys) Holds(owner string) string { return k.Prefix + "{" + owner + "}:holds" }
 
-// ledger is one owner's append-only billing ledger: credit, reserve,
-// settle and release entries (billing.go, proto.LedgerEntry). Type: stream.
-func (k Keys) ledger(owner string) string { return k.Prefix + "{" + owner + "}:ledger" }
-
 // idempotency maps one owner's idempotency key (its SHA-256, hex) to the
 // task id it created, for the key's TTL. Type: string.
 func (k Keys) idempotency(owner, keyHash string) string {
 	return k.Prefix + "{" + owner + "}:idem:" + keyHash
-}
-
-// ledgerForwarded is the id of the last entry of one owner's ledger a
-// LedgerHook acknowledged (settlements.go): the outbox cursor. Type: string.
-func (k Keys) ledgerForwarded(owner string) string {
-	return k.Prefix + "{" + owner + "}:ledger:forwarded"
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/timeline"
 )
 
@@ -77,35 +78,29 @@ type Record struct {
 	// channel (field 'version'; Event.Version), so a listener can tell an
 	// event it already showed from a newer one.
 	Version int64
-	// Timeline is what happened to the task, oldest first (field 'tl';
-	// package timeline).
-	Timeline []timeline.Entry
+	// tl is the field 'tl' as stored: Timeline decodes it when asked,
+	// so a tasks/get, which never shows it, does not pay for it.
+	tl string
 	// StartedAt is when a delivery first claimed the task (field
 	// 'startedAt'); zero while it never ran.
 	StartedAt time.Time
 	// Cost is the priced call's reservation and, once it settled, what was
 	// charged and released (field 'cost'); nil for a free task.
-	Cost *Cost
-}
-
-// Cost is a priced task's money in the account's units.
-type Cost struct {
-	// Reserved is the ceiling held when the task was created.
-	Reserved int64 `json:"reserved"`
-	// Charged is what the settlement charged (0 until it ended).
-	Charged int64 `json:"charged"`
-	// Released is what the settlement gave back (0 until it ended).
-	Released int64 `json:"released"`
+	Cost *billing.Cost
 }
 
 // parseCost reads the field 'cost': "<reserved> <charged> <released>".
-func parseCost(s string) *Cost {
+func parseCost(s string) *billing.Cost {
 	f := strings.Fields(s)
 	if len(f) != 3 {
 		return nil
 	}
-	return &Cost{Reserved: parseInt(f[0]), Charged: parseInt(f[1]), Released: parseInt(f[2])}
+	return &billing.Cost{Reserved: parseInt(f[0]), Charged: parseInt(f[1]), Released: parseInt(f[2])}
 }
+
+// Timeline is what happened to the task, oldest first (field 'tl';
+// package timeline).
+func (r *Record) Timeline() []timeline.Entry { return timeline.Parse(r.CreatedAt, r.tl) }
 
 // Deadline is when the task expires; zero when unlimited.
 func (r *Record) Deadline() time.Time {
@@ -224,7 +219,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 	r.Resumes = parseInt(f["resumes"])
 	r.Lost = parseInt(f["lost"])
 	r.Version = parseInt(f["version"])
-	r.Timeline = timeline.Parse(r.CreatedAt, f["tl"])
+	r.tl = f["tl"]
 	r.StartedAt = parseMs(f["startedAt"])
 	r.Cost = parseCost(f["cost"])
 	for k, v := range f {

@@ -53,8 +53,6 @@ var (
 	reapScript       = loadScript("reap")
 	takeoverScript   = loadScript("takeover")
 	meterScript      = loadScript("meter")
-	creditScript     = loadScript("credit")
-	forwardedScript  = loadScript("forwarded")
 	handBackScript   = loadScript("handback")
 	releaseScript    = loadScript("release")
 )

@@ -106,7 +106,7 @@ func BenchmarkCreatePriced(b *testing.B) {
 	benchEach(b, func(b *testing.B, s *taskstate.Store) {
 		ctx := context.Background()
 		p := benchParams()
-		if _, err := s.Credit(ctx, p.Principal, proto.MaxAmount); err != nil {
+		if _, err := s.Accounts().Credit(ctx, p.Principal, proto.MaxAmount); err != nil {
 			b.Fatal(err)
 		}
 		ceiling := int64(1)

@@ -5,22 +5,14 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // A settlement comes back with the script's return code (prelude
 // settled(): {code, receipt, tool}; claim, takeover and hand-back append
 // receipt and tool to their replies), so learning it costs no Redis round
 // trip.
-
-// Settlement is one reservation settled by a terminal transition this
-// store ran (finish, cancel, claim, takeover, reap): what Options.Settled
-// is told.
-type Settlement struct {
-	// Tool is the catalog key of the task's tool.
-	Tool string
-	// Receipt is the settlement (charged + released = reserved).
-	Receipt Receipt
-}
 
 // scriptCode reads a transition script's reply: a return code, or
 // {code, receipt, tool} when the transition settled a reservation, which
@@ -66,7 +58,7 @@ func (s *Store) noteSettled(tool, receipt string) {
 	if s.settled == nil && s.series == nil {
 		return
 	}
-	st := Settlement{Tool: tool}
+	st := billing.Settlement{Tool: tool}
 	if err := json.Unmarshal([]byte(receipt), &st.Receipt); err != nil {
 		return // written by settle() in the same script: cannot happen
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/taskstate/series"
 )
@@ -42,7 +43,7 @@ type Options struct {
 	// takeover, reap;
 	// settled.go), after the script returned, on the caller's goroutine.
 	// It must be fast: metrics counters. Default nil.
-	Settled func(Settlement)
+	Settled func(billing.Settlement)
 	// Series, when set, is told what the store's transitions end and
 	// settle (a cancel that ends a task no worker held; each settlement),
 	// for the operator view's numbers over time (package series). Default
@@ -64,19 +65,20 @@ const (
 
 // Store reads and changes task records. It is safe for concurrent use.
 type Store struct {
-	rdb     redis.UniversalClient
-	keys    Keys
-	catalog *catalog.Catalog
-	now     func() time.Time
-	grace   time.Duration
-	lost    time.Duration
+	rdb      redis.UniversalClient
+	keys     Keys
+	catalog  *catalog.Catalog
+	accounts *billing.Accounts
+	now      func() time.Time
+	grace    time.Duration
+	lost     time.Duration
 	// cancelGrace is Options.CancelGrace.
 	cancelGrace time.Duration
 	// waitReplicas and waitTimeout are Options.WaitReplicas and WaitTimeout.
 	waitReplicas int
 	waitTimeout  time.Duration
 	// settled is Options.Settled.
-	settled func(Settlement)
+	settled func(billing.Settlement)
 	// series is Options.Series.
 	series *series.Recorder
 	// worker is Options.Worker.
@@ -108,8 +110,13 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
 		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout,
-		settled: opts.Settled, series: opts.Series, worker: opts.Worker, catalog: catalog.New(rdb, opts.Prefix, opts.Clock)}
+		settled: opts.Settled, series: opts.Series, worker: opts.Worker, catalog: catalog.New(rdb, opts.Prefix, opts.Clock),
+		accounts: billing.New(rdb, opts.Prefix, opts.Clock, OwnerTag)}
 }
+
+// Accounts returns the principals' billing accounts and ledgers on the
+// store's Redis, prefix and clock.
+func (s *Store) Accounts() *billing.Accounts { return s.accounts }
 
 // Catalog returns the shared catalog on the store's Redis, prefix and clock.
 func (s *Store) Catalog() *catalog.Catalog { return s.catalog }

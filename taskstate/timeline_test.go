@@ -63,16 +63,16 @@ func TestTimeline(t *testing.T) {
 			// A takeover fences the lost attempt off by numbering past it: the next claim is #4.
 			want := []string{"started w1  #1", "input_requested  k1", "answered  k1", "started w1  #2",
 				"lost   #2", "started w2  #4", "ended  completed"}
-			if got := kinds(r.Timeline); !reflect.DeepEqual(got, want) {
+			if got := kinds(r.Timeline()); !reflect.DeepEqual(got, want) {
 				t.Fatalf("timeline %q, want %q", got, want)
 			}
-			if at := r.Timeline[6].At.Sub(created); at != 15500*time.Millisecond {
+			if at := r.Timeline()[6].At.Sub(created); at != 15500*time.Millisecond {
 				t.Errorf("ended %s after creation, want 15.5s", at)
 			}
 			if q := r.StartedAt.Sub(created); q != 500*time.Millisecond {
 				t.Errorf("first claimed %s after creation, want 500ms (the later claims leave it)", q)
 			}
-			att := timeline.Attempts(r.Timeline)
+			att := timeline.Attempts(r.Timeline())
 			ended := make([]string, len(att))
 			for i, x := range att {
 				ended[i] = x.Worker + " " + x.Ended
@@ -96,7 +96,7 @@ func TestTimeline(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []string{"started w1  #1", "cancel_requested  ", "ended  cancelled"}
-			if got := kinds(e.get(t, ref).Timeline); !reflect.DeepEqual(got, want) {
+			if got := kinds(e.get(t, ref).Timeline()); !reflect.DeepEqual(got, want) {
 				t.Fatalf("timeline %q, want %q", got, want)
 			}
 		})
@@ -106,7 +106,7 @@ func TestTimeline(t *testing.T) {
 			if err := e.s.RequestCancel(ctx(t), ref); err != nil && err != taskstate.ErrCancelled {
 				t.Fatal(err)
 			}
-			if got := kinds(e.get(t, ref).Timeline); !reflect.DeepEqual(got, []string{"ended  cancelled"}) {
+			if got := kinds(e.get(t, ref).Timeline()); !reflect.DeepEqual(got, []string{"ended  cancelled"}) {
 				t.Fatalf("timeline %q", got)
 			}
 		})

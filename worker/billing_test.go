@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -32,7 +33,7 @@ func TestMeter(t *testing.T) {
 	tl.Price = &proto.Price{Base: 100}
 	h.start(t, h.config(), tl)
 	ctx := context.Background()
-	if _, err := h.store.Credit(ctx, "alice", 500); err != nil {
+	if _, err := h.store.Accounts().Credit(ctx, "alice", 500); err != nil {
 		t.Fatal(err)
 	}
 	ceiling := int64(100)
@@ -51,11 +52,11 @@ func TestMeter(t *testing.T) {
 	if end.Status != proto.StatusCompleted {
 		t.Fatalf("ended %s: %+v", end.Status, end.Error)
 	}
-	var rc taskstate.Receipt
+	var rc billing.Receipt
 	if err := json.Unmarshal(end.Receipt, &rc); err != nil || rc.Charged != 100 || rc.Usage != 120 || !rc.Capped {
 		t.Fatalf("receipt %s: %v", end.Receipt, err)
 	}
-	if a, _ := h.store.Account(ctx, "alice"); a.Balance != 400 || a.Charged != 100 || a.Reserved != 0 {
+	if a, _ := h.store.Accounts().Get(ctx, "alice"); a.Balance != 400 || a.Charged != 100 || a.Reserved != 0 {
 		t.Fatalf("account %+v", a)
 	}
 	if !strings.Contains(h.logs.String(), "past the reservation") {
@@ -98,7 +99,7 @@ func TestLedgerHookForwarding(t *testing.T) {
 	h.start(t, cfg, h.tool("noop", func(context.Context, *worker.Call) (*proto.CallToolResult, error) {
 		return worker.TextResult("ok"), nil
 	}))
-	if _, err := h.store.Credit(context.Background(), "hooked", 7); err != nil {
+	if _, err := h.store.Accounts().Credit(context.Background(), "hooked", 7); err != nil {
 		t.Fatal(err)
 	}
 	entries := recv(t, hook.got, "the credit entry, offered again after the failure")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -44,7 +45,7 @@ func TestStoppedAtDeadline(t *testing.T) {
 	cfg.ReapInterval = time.Hour
 	h.start(t, cfg, tl)
 	ctx := context.Background()
-	if _, err := h.store.Credit(ctx, "alice", 20000); err != nil {
+	if _, err := h.store.Accounts().Credit(ctx, "alice", 20000); err != nil {
 		t.Fatal(err)
 	}
 	ceiling, ttlMs := int64(10000), int64(800)
@@ -64,9 +65,9 @@ func TestStoppedAtDeadline(t *testing.T) {
 	if metered.Load() == 0 {
 		t.Fatal("nothing metered before the deadline")
 	}
-	var a taskstate.Account
+	var a billing.Account
 	for end := time.Now().Add(bound); ; time.Sleep(10 * time.Millisecond) { // the handler's late reports are done
-		if a, err = h.store.Account(ctx, "alice"); err != nil {
+		if a, err = h.store.Accounts().Get(ctx, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		if a.Reserved == 0 || time.Now().After(end) {

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/taskstate/events"
 	"github.com/mcpq/mcpq/taskstate/series"
@@ -385,7 +386,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.sweepBlobs(ctx)
 			}
 		case <-ledger:
-			if _, err := w.store.ForwardLedgers(ctx, taskstate.MaxLedgerPage, w.cfg.LedgerHook.Forward); err != nil && ctx.Err() == nil {
+			if _, err := w.store.Accounts().Forward(ctx, billing.MaxPage, w.cfg.LedgerHook.Forward); err != nil && ctx.Err() == nil {
 				w.log.Warn("ledger hook: entries kept to offer again", "err", err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 const accountsUsage = "usage: mcpq accounts credit PRINCIPAL AMOUNT | show PRINCIPAL | ledger PRINCIPAL [--limit N] [--cursor C]"
@@ -39,22 +40,22 @@ func runAccounts(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("AMOUNT must be a whole number of units: %q", args[2])
 		}
-		if out, err = store.Credit(ctx, principal, n); err != nil {
+		if out, err = store.Accounts().Credit(ctx, principal, n); err != nil {
 			return err
 		}
 	case "show":
 		if len(args) != 2 {
 			return errors.New("usage: mcpq accounts show PRINCIPAL")
 		}
-		if out, err = store.Account(ctx, principal); err != nil {
+		if out, err = store.Accounts().Get(ctx, principal); err != nil {
 			return err
 		}
 	case "ledger":
 		fs := flag.NewFlagSet("accounts ledger", flag.ExitOnError)
-		limit := fs.Int("limit", 100, fmt.Sprintf("entries to show (1-%d)", taskstate.MaxLedgerPage))
+		limit := fs.Int("limit", 100, fmt.Sprintf("entries to show (1-%d)", billing.MaxPage))
 		cursor := fs.String("cursor", "", "show the entries after this one (nextCursor of the page before)")
 		_ = fs.Parse(args[2:])
-		entries, next, err := store.Ledger(ctx, principal, *cursor, *limit)
+		entries, next, err := store.Accounts().Ledger(ctx, principal, *cursor, *limit)
 		if err != nil {
 			return err
 		}

@@ -90,7 +90,14 @@ func listTasks(ctx context.Context, o *clientOpts) error {
 		NextCursor string       `json:"nextCursor"`
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(o.server, "/mcp"), "/")
-	if err := restGet(ctx, base+"/v1/tasks?"+q.Encode(), o.key, &page); err != nil {
+	key := o.key
+	if key == "" { // the OAuth token of mcpq login, if any
+		var err error
+		if key, err = o.oauth(nil).Token(ctx); err != nil {
+			return err
+		}
+	}
+	if err := restGet(ctx, base+"/v1/tasks?"+q.Encode(), key, &page); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)

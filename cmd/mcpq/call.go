@@ -25,7 +25,13 @@ const clientUsage = `Client commands (MCPQ_URL, MCPQ_API_KEY, MCPQ_JOURNAL):
   mcpq resume
 Flags of every client command:
   --server URL    MCP endpoint (MCPQ_URL; default http://127.0.0.1:8080/mcp)
-  --key KEY       API key sent as a bearer token (MCPQ_API_KEY)
+  --key KEY       API key sent as a bearer token (MCPQ_API_KEY); without one,
+                  the OAuth token of mcpq login (or client credentials) is sent
+  --tokens FILE   where OAuth tokens are kept (MCPQ_TOKENS; default
+                  $XDG_CONFIG_HOME/mcpq/tokens.json, mode 0600)
+  --client-id ID  OAuth client (MCPQ_OAUTH_CLIENT_ID); with a secret in
+                  MCPQ_OAUTH_CLIENT_SECRET, tokens come by client credentials
+  --scope S       OAuth scopes to ask for, space-separated (MCPQ_OAUTH_SCOPE)
   --journal DIR   where task ids are kept until their result is shown
                   (MCPQ_JOURNAL; default $XDG_STATE_HOME/mcpq/journal)
   --out DIR       where images and audio of results are saved (default .)
@@ -38,6 +44,8 @@ read as a flag.
 // clientOpts are the flags of the client commands.
 type clientOpts struct {
 	server, key, journal, out, json string
+	tokens, clientID, scope         string // OAuth (login.go)
+	noBrowser                       bool   // of mcpq login
 	detach                          bool
 	status, limit                   string   // of task ls
 	args                            []string // positional arguments
@@ -48,13 +56,16 @@ type clientOpts struct {
 // (task ids may), is positional; "--" makes the rest positional.
 func parseClientArgs(args []string) (*clientOpts, error) {
 	o := &clientOpts{
-		server:  env("MCPQ_URL", "http://127.0.0.1:8080/mcp"),
-		key:     os.Getenv("MCPQ_API_KEY"),
-		journal: os.Getenv("MCPQ_JOURNAL"),
-		out:     ".",
+		server:   env("MCPQ_URL", "http://127.0.0.1:8080/mcp"),
+		key:      os.Getenv("MCPQ_API_KEY"),
+		journal:  os.Getenv("MCPQ_JOURNAL"),
+		out:      ".",
+		tokens:   os.Getenv("MCPQ_TOKENS"),
+		clientID: os.Getenv("MCPQ_OAUTH_CLIENT_ID"),
+		scope:    os.Getenv("MCPQ_OAUTH_SCOPE"),
 	}
 	values := map[string]*string{"server": &o.server, "key": &o.key, "journal": &o.journal, "out": &o.out, "json": &o.json,
-		"status": &o.status, "limit": &o.limit}
+		"status": &o.status, "limit": &o.limit, "tokens": &o.tokens, "client-id": &o.clientID, "scope": &o.scope}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -75,6 +86,8 @@ func parseClientArgs(args []string) (*clientOpts, error) {
 			*p = val
 		case isFlag && name == "detach" && !hasVal:
 			o.detach = true
+		case isFlag && name == "no-browser" && !hasVal:
+			o.noBrowser = true
 		case isFlag && (name == "h" || name == "help"):
 			return nil, flagHelp{}
 		default:
@@ -91,6 +104,13 @@ func parseClientArgs(args []string) (*clientOpts, error) {
 			state = filepath.Join(home, ".local", "state")
 		}
 		o.journal = filepath.Join(state, "mcpq", "journal")
+	}
+	if o.tokens == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return nil, fmt.Errorf("no folder for OAuth tokens: set --tokens or MCPQ_TOKENS (%v)", err)
+		}
+		o.tokens = filepath.Join(dir, "mcpq", "tokens.json")
 	}
 	u, err := url.Parse(o.server)
 	if err != nil || u.Host == "" {
@@ -129,6 +149,8 @@ func (o *clientOpts) newClient(t *term) *client.Client {
 	}
 	if o.key != "" {
 		c.Header = http.Header{"Authorization": {"Bearer " + o.key}}
+	} else {
+		c.Auth = o.oauth(nil)
 	}
 	return c
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"strings"
 
 	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/proto"
@@ -24,7 +27,14 @@ func runConformanceClient(ctx context.Context, args []string) error {
 	}
 	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
 	var sc struct {
-		ToolCalls []struct {
+		ClientID      string `json:"client_id"`
+		ClientSecret  string `json:"client_secret"`
+		PrivateKeyPEM string `json:"private_key_pem"`
+		ValidJWT      string `json:"valid_jwt"`
+		IdPClientID   string `json:"idp_client_id"`
+		IdPIDToken    string `json:"idp_id_token"`
+		IdPTokenURL   string `json:"idp_token_endpoint"`
+		ToolCalls     []struct {
 			Name      string         `json:"name"`
 			Arguments map[string]any `json:"arguments"`
 		} `json:"toolCalls"`
@@ -41,6 +51,25 @@ func runConformanceClient(ctx context.Context, args []string) error {
 		Info:         &proto.Implementation{Name: "mcpq-conformance-client", Version: "0.1.0"},
 		Input:        fillForm,
 	}
+	auth := &client.OAuth{Server: c.URL, ClientID: sc.ClientID, ClientSecret: sc.ClientSecret,
+		ClientCredentials: strings.HasPrefix(scenario, "auth/client-credentials"),
+		ClientName:        "mcpq-conformance-client", Browse: followRedirects,
+		ClientMetadataURL: "https://conformance-test.local/client-metadata.json", DPoP: true}
+	if sc.PrivateKeyPEM != "" {
+		var err error
+		if auth.ClientKey, err = client.ParsePrivateKey([]byte(sc.PrivateKeyPEM)); err != nil {
+			return err
+		}
+	}
+	switch {
+	case sc.ValidJWT != "": // workload identity: the JWT bearer grant
+		auth.Assertion = func(context.Context, string, string) (string, error) { return sc.ValidJWT, nil }
+	case sc.IdPIDToken != "": // enterprise-managed: an ID-JAG from the IdP, then the JWT bearer grant
+		auth.Assertion = func(ctx context.Context, issuer, resource string) (string, error) {
+			return client.ExchangeIDJAG(ctx, nil, sc.IdPTokenURL, sc.IdPClientID, sc.IdPIDToken, issuer, resource)
+		}
+	}
+	c.Auth = auth
 	if _, err := c.Discover(ctx); err != nil {
 		return fmt.Errorf("server/discover: %w", err)
 	}
@@ -158,4 +187,21 @@ func fillForm(_ context.Context, r client.InputRequest) (any, error) {
 		return proto.ListRootsResult{Roots: []proto.Root{}}, nil
 	}
 	return nil, fmt.Errorf("cannot answer %s", r.Method)
+}
+
+// followRedirects is the person at the browser of the suite's authorization
+// servers, which approve at once: it opens the authorization URL and follows
+// the redirects to the client's loopback redirect URI.
+func followRedirects(ctx context.Context, authURL string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -82,21 +81,32 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The worker runs until the front end stops; should it stop first (an
+	// error), the front end stops too: a dev server without its worker
+	// would take calls that never run.
 	wctx, stopWorker := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
+	defer stopWorker()
+	sctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
 	var werr error
-	go func() { defer wg.Done(); werr = w.Run(wctx) }()
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		werr = w.Run(wctx)
+		stopServing()
+	}()
 
 	select { // serve once the worker's catalog is there, so the first call finds its tool
 	case <-w.Ready():
-	case <-ctx.Done():
+	case <-sctx.Done():
 	}
-	log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "fixtures", fixtures, "blobs", blobs.url)
-	fmt.Printf("MCP URL: http://%s/mcp\n", ln.Addr())
-	herr := serveHTTP(ctx, log, ln, fcfg, hf)
+	if sctx.Err() == nil {
+		log.Info("mcpq dev: embedded Redis, front end and worker in one process", "redis", mr.Addr(), "fixtures", fixtures, "blobs", blobs.url)
+		fmt.Printf("MCP URL: http://%s/mcp\n", ln.Addr())
+	}
+	herr := serveHTTP(sctx, log, ln, fcfg, hf)
 	stopWorker()
-	wg.Wait()
+	<-workerDone
 	if herr != nil {
 		return herr
 	}

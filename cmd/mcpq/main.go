@@ -29,6 +29,7 @@ Usage:
   mcpq task      ls [--status S] [--limit N]                          your tasks (MCPQ_URL, MCPQ_API_KEY)
                  get|watch|cancel ID | answer ID [key=JSON ...]       one task
   mcpq resume                                                         re-attach to every journaled task
+  mcpq login     [--server URL] [--no-browser]                        OAuth sign-in for the client commands
   mcpq conformance-client URL                                         the client the MCP conformance suite drives
 
 Run "mcpq COMMAND -h" for a command's flags and environment variables.
@@ -40,7 +41,7 @@ func main() {
 		os.Exit(2)
 	}
 	switch os.Args[1] {
-	case "call", "task", "resume", "conformance-client":
+	case "call", "task", "resume", "login", "conformance-client":
 		// Client commands handle Ctrl-C themselves (cancel or detach).
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 		defer stop()
@@ -52,6 +53,8 @@ func main() {
 			err = runTask(ctx, args)
 		case "resume":
 			err = runResume(ctx, args)
+		case "login":
+			err = runLogin(ctx, args)
 		case "conformance-client":
 			err = runConformanceClient(ctx, args)
 		}

@@ -9,31 +9,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/mcpq/mcpq/examples/internal/exampletest"
 	"github.com/mcpq/mcpq/mcpqtest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker/command"
 )
 
-// need skips without the programs the example runs (scripts/test installs
-// them; MCPQ_REQUIRE_MEDIA=1 makes their absence a failure).
-func need(t *testing.T, progs ...string) {
-	for _, p := range progs {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("MCPQ_REQUIRE_MEDIA") != "" {
-				t.Fatalf("%s is not installed (scripts/test installs it)", p)
-			}
-			t.Skipf("%s is not installed (apt-get install ffmpeg python3)", p)
-		}
-	}
-}
-
 // setup loads tools.yaml with a scratch folder and short segments, and
 // makes a 640x360 clip of secs seconds with ffmpeg's test source.
 func setup(t *testing.T, secs string) (*mcpqtest.Env, string, string) {
 	t.Helper()
-	need(t, "ffmpeg", "ffprobe", "python3")
+	exampletest.Need(t, "apt-get install ffmpeg python3", "ffmpeg", "ffprobe", "python3")
 	dir := t.TempDir()
 	scratch := filepath.Join(dir, "scratch")
 	t.Setenv("MEDIA_SCRATCH", scratch)
@@ -52,24 +39,12 @@ func setup(t *testing.T, secs string) (*mcpqtest.Env, string, string) {
 	return mcpqtest.New(t, tools...), clip, scratch
 }
 
-// finish waits for the task's end, longer than mcpqtest.Bound: encoding
-// on a loaded 2-core machine is slow, and no bound is the test's subject.
-func finish(t *testing.T, run *mcpqtest.Run) *proto.CallToolResult {
-	t.Helper()
-	for end := time.Now().Add(3 * time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if st := run.State(t); st.Status != proto.StatusWorking {
-			break
-		}
-	}
-	return run.Result(t)
-}
-
 // TestTranscode: the result's video has the clip's duration and the asked
 // height and codec; thumbnails are JPEGs; structuredContent says so too.
 func TestTranscode(t *testing.T) {
 	env, clip, scratch := setup(t, "6")
 	run := env.Call(t, "transcode_video", map[string]any{"input": clip, "height": 180, "thumbnails": 2})
-	res := finish(t, run)
+	res := exampletest.Finish(t, run)
 	if res.IsError {
 		t.Fatalf("tool error: %+v", res.Content)
 	}
@@ -121,7 +96,7 @@ func TestTakeoverSkipsFinishedSegments(t *testing.T) {
 	run := env.Call(t, "transcode_video", map[string]any{"input": clip, "height": 180, "thumbnails": 1})
 	run.WaitFor(t, "a finished segment", segmentDone)
 	run.Redeliver(t)
-	res := finish(t, run)
+	res := exampletest.Finish(t, run)
 	b, _ := os.ReadFile(os.Getenv("MEDIA_AUDIT_LOG"))
 	encodes := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if res.IsError || len(run.Deliveries()) != 2 {

@@ -13,10 +13,14 @@ bitrate, height. Standard library only.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import safefetch  # noqa: E402
 
 status = os.fdopen(int(os.environ.get("MCPQ_STATUS_FD", "3")), "w", buffering=1)
 
@@ -36,6 +40,32 @@ def probe(path):
                           "-show_streams", "-select_streams", "v:0", path],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
+
+
+def local_input(src, scratch):
+    """The path of the input: src itself, or for an http(s) URL the file
+    it is downloaded to in the scratch folder (once: a takeover finds it).
+    The download goes through safefetch: a loopback, private, link-local
+    or metadata address the tools file does not allow is refused, on
+    redirects too; MEDIA_MAX_INPUT_BYTES bounds its size."""
+    if not src.startswith(("http://", "https://")):
+        # ffmpeg reads many protocols (tcp:, ftp:, concat:, ...): a name
+        # with a scheme that is not http(s) would bypass safefetch.
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", src):
+            raise SystemExit("input refused: %s: only http and https URLs, or paths on the worker, are read" % src)
+        return "file:" + os.path.abspath(src)
+    path = os.path.join(scratch, "input")
+    if os.path.exists(path):
+        return path
+    send(status="downloading the input")
+    try:
+        safefetch.fetch_to(src, path + ".part", max_bytes=int(os.environ.get("MEDIA_MAX_INPUT_BYTES", str(8 << 30))))
+    except safefetch.Refused as e:
+        raise SystemExit("input refused: %s" % e)
+    except (safefetch.TooLarge, OSError) as e:
+        raise SystemExit("input not fetched: %s" % e)
+    os.replace(path + ".part", path)
+    return path
 
 
 def on_term(signum, frame):
@@ -93,8 +123,8 @@ def main():
     signal.signal(signal.SIGTERM, on_term)
     codec = args.get("codec", "h264")
     encoder = os.environ.get("MEDIA_ENCODER_" + codec.upper(), {"h264": "libx264", "mpeg4": "mpeg4"}[codec])
-    src = args["input"]
-    send(status="probing " + os.path.basename(src))
+    src = local_input(args["input"], scratch)
+    send(status="probing " + os.path.basename(args["input"]))
     duration = float(probe(src)["format"]["duration"])
     start = float(args.get("start", 0))
     end = min(float(args.get("end", duration)), duration)
@@ -148,7 +178,7 @@ def main():
         json.dump(structured, f)
     with open(os.path.join(out, "summary.txt"), "w") as f:
         f.write("Transcoded %s of %s to %s %dp (%d segments, %.0f kb/s), %d thumbnails.\n" % (
-            clock(dur), os.path.basename(src), structured["codec"], structured["height"], len(cuts),
+            clock(dur), os.path.basename(args["input"]), structured["codec"], structured["height"], len(cuts),
             structured["bitrate"] / 1000, thumbs))
 
 

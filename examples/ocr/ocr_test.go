@@ -8,10 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/mcpq/mcpq/examples/internal/exampletest"
 	"github.com/mcpq/mcpq/mcpqtest"
-	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker/command"
 )
 
@@ -26,14 +25,7 @@ var lines = []string{
 // setup renders one page image per line (ffmpeg's drawtext with DejaVu
 // Sans) and loads tools.yaml with a scratch folder.
 func setup(t *testing.T, every string) (*mcpqtest.Env, []string, string) {
-	for _, p := range []string{"tesseract", "ffmpeg", "python3"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("MCPQ_REQUIRE_MEDIA") != "" {
-				t.Fatalf("%s is not installed (scripts/test installs it)", p)
-			}
-			t.Skipf("%s is not installed (apt-get install tesseract-ocr tesseract-ocr-eng ffmpeg)", p)
-		}
-	}
+	exampletest.Need(t, "apt-get install tesseract-ocr tesseract-ocr-eng ffmpeg", "tesseract", "ffmpeg", "python3")
 	font := "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 	if _, err := os.Stat(font); err != nil {
 		t.Skipf("no %s to render pages with (apt-get install fonts-dejavu-core)", font)
@@ -60,18 +52,6 @@ func setup(t *testing.T, every string) (*mcpqtest.Env, []string, string) {
 	return mcpqtest.New(t, tools...), pages, scratch
 }
 
-// finish waits for the task's end, longer than mcpqtest.Bound: OCR on a
-// loaded 2-core machine is slow, and no bound is the test's subject.
-func finish(t *testing.T, run *mcpqtest.Run) *proto.CallToolResult {
-	t.Helper()
-	for end := time.Now().Add(3 * time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if st := run.State(t); st.Status != proto.StatusWorking {
-			break
-		}
-	}
-	return run.Result(t)
-}
-
 type ocrResult struct {
 	PageCount int
 	Pages     []struct {
@@ -88,7 +68,7 @@ type ocrResult struct {
 // TestRecognisesPages: at least 95 % of the rendered words come back.
 func TestRecognisesPages(t *testing.T) {
 	env, pages, _ := setup(t, "2")
-	res := finish(t, env.Call(t, "ocr_pages", map[string]any{"pages": pages}))
+	res := exampletest.Finish(t, env.Call(t, "ocr_pages", map[string]any{"pages": pages}))
 	var r ocrResult
 	if err := json.Unmarshal(res.StructuredContent, &r); err != nil || res.IsError || r.PageCount != len(lines) {
 		t.Fatalf("result %+v structured %s (%v)", res.Content, res.StructuredContent, err)
@@ -125,7 +105,7 @@ func TestTakeoverSkipsFinishedPages(t *testing.T) {
 		return strings.HasPrefix(st.StatusMessage, "OCR page ")
 	})
 	run.Redeliver(t)
-	res := finish(t, run)
+	res := exampletest.Finish(t, run)
 	var r ocrResult
 	if err := json.Unmarshal(res.StructuredContent, &r); err != nil || res.IsError || r.PageCount != len(lines) {
 		t.Fatalf("result %+v (%v)", res.Content, err)

@@ -133,10 +133,10 @@ type idTemplate struct {
 // patches ids of that length in place.
 var placeholderID = strings.Repeat("X", len(taskstate.NewID()))
 
-func newIDTemplate(addr, method string) *idTemplate {
+func newIDTemplate(addr, method string, extra ...header) *idTemplate {
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":` + metaTasks +
 		`,"taskId":"` + placeholderID + `"}}`
-	req := rawRequest(addr, "/mcp", mcpHeaders(method, placeholderID), []byte(body))
+	req := rawRequest(addr, "/mcp", append(mcpHeaders(method, placeholderID), extra...), []byte(body))
 	t := &idTemplate{req: req, idLen: len(placeholderID)}
 	for i := 0; ; {
 		j := bytes.Index(req[i:], []byte(placeholderID))

@@ -34,7 +34,7 @@ func (t *Target) String() string {
 
 // Row is one figure of the report.
 type Row struct {
-	// Group names the issue's measurement the row belongs to (1 to 10).
+	// Group names the issue's measurement the row belongs to (1 to 11).
 	Group string `json:"group"`
 	// Figure says what was measured.
 	Figure string `json:"figure"`

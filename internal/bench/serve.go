@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
@@ -85,6 +86,7 @@ func Serve(role string, args []string) error {
 	conc := fs.Int("concurrency", 10, "worker concurrency")
 	check := fs.Duration("task-check-interval", 0, "worker idle poll interval (0: the worker's default)")
 	billing := fs.Bool("billing", false, "front end: billing on (Config.Billing)")
+	oauthIssuer := fs.String("oauth-issuer", "", "front end: OAuth tokens of this issuer and the bench API key, instead of tenant headers (group 11)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,8 +113,17 @@ func Serve(role string, args []string) error {
 	case RoleFrontend:
 		// No cap on live tasks or listen streams: the loads create far more
 		// than the defaults (1,000 tasks, 16 streams per principal).
+		var auth frontend.Authenticator = tenantAuth{}
+		if *oauthIssuer != "" {
+			store := access.New(rdb, "", nil)
+			if auth, err = frontend.NewOAuth(frontend.OAuthConfig{Issuers: []string{*oauthIssuer}, Resource: benchResource,
+				Keys:   frontend.NewKeyAuth(map[string]string{benchAPIKey: frontend.AnonymousPrincipal}, store, false),
+				Mapper: store, Logger: log}); err != nil {
+				return err
+			}
+		}
 		srv, err := frontend.New(frontend.Config{Redis: rdb, Logger: log, MaxLiveTasks: -1, MaxListenStreams: -1,
-			Auth: tenantAuth{}, Billing: *billing})
+			Auth: auth, Billing: *billing})
 		if err != nil {
 			return err
 		}

@@ -53,7 +53,7 @@ type Config struct {
 	// Profile is a directory for pprof profiles of the create, tasks/get and
 	// worker paths under load (taken after the measurements; "" for none).
 	Profile string `json:"profile,omitempty"`
-	// Only runs just the listed groups ("1".."10"; empty: all).
+	// Only runs just the listed groups ("1".."11"; empty: all).
 	Only []string `json:"only,omitempty"`
 	// Billing runs the front end with billing on (frontend.Config.Billing),
 	// the noop tool priced at 1 unit a call and the anonymous principal
@@ -111,6 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"8", s.cancelLatency},
 		{"9", s.redisMemory},
 		{"10", s.residentMemory},
+		{"11", s.authTasksGet},
 		{"profile", s.profiles},
 	}
 	for _, g := range groups {
@@ -177,7 +178,7 @@ func (s *suite) publishCatalog(ctx context.Context) error {
 				defs[i].Price = &proto.Price{Base: 1}
 			}
 		}
-		if _, err := s.store.Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
+		if _, err := s.store.Accounts().Credit(ctx, frontend.AnonymousPrincipal, proto.MaxAmount); err != nil {
 			return err
 		}
 	}

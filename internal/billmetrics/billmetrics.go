@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // Counters are the billing counters of one registry.
@@ -65,7 +65,7 @@ func (c *Counters) Refused(tool string) {
 }
 
 // Settled counts one settlement (taskstate.Options.Settled).
-func (c *Counters) Settled(s taskstate.Settlement) {
+func (c *Counters) Settled(s billing.Settlement) {
 	c.charged.WithLabelValues(s.Tool).Add(float64(s.Receipt.Charged))
 	c.released.WithLabelValues(s.Tool).Add(float64(s.Receipt.Released))
 	if s.Receipt.Capped {

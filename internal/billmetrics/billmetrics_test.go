@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/billing"
 )
 
 // TestSharedRegistry: a front end and a worker on one registry (mcpq dev)
@@ -15,9 +15,9 @@ func TestSharedRegistry(t *testing.T) {
 	fe, w := New(reg), New(reg)
 	fe.Reserved("render", 300)
 	fe.Refused("render")
-	fe.Settled(taskstate.Settlement{Tool: "render", Receipt: taskstate.Receipt{Reserved: 100, Charged: 5, Released: 95}})
-	w.Settled(taskstate.Settlement{Tool: "render", Receipt: taskstate.Receipt{Reserved: 100, Charged: 100, Usage: 250, Capped: true}})
-	w.Settled(taskstate.Settlement{Tool: "render", Receipt: taskstate.Receipt{Reserved: 100, Released: 100}})
+	fe.Settled(billing.Settlement{Tool: "render", Receipt: billing.Receipt{Reserved: 100, Charged: 5, Released: 95}})
+	w.Settled(billing.Settlement{Tool: "render", Receipt: billing.Receipt{Reserved: 100, Charged: 100, Usage: 250, Capped: true}})
+	w.Settled(billing.Settlement{Tool: "render", Receipt: billing.Receipt{Reserved: 100, Released: 100}})
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -64,6 +65,18 @@ type Spec struct {
 	Scratch string
 	// Env is added to the program's environment (see Environ).
 	Env map[string]string
+	// Links are patterns (path.Match, against an output file's
+	// slash-separated path in the output folder or, for a pattern without
+	// a slash, its name) of output files that go to the worker's object
+	// store as resource_links whatever their size: a video and its
+	// thumbnails, for clients to fetch rather than read inline. Without a
+	// store they stay inline.
+	Links []string
+	// AllowNetworks are the IP addresses and prefixes (10.0.0.0/8) that
+	// are not public but that the program's URL fetches may reach:
+	// $MCPQ_ALLOW_NETWORKS, comma-separated. The program's fetcher
+	// enforces it (examples/lib/safefetch.py); none by default.
+	AllowNetworks []string
 	// Timeout bounds one run of the program (0: only the task's TTL does).
 	// A run that takes longer is stopped and is a tool error.
 	Timeout time.Duration
@@ -143,6 +156,14 @@ func (s *Spec) check() error {
 	}
 	if s.Scratch != "" && !filepath.IsAbs(s.Scratch) {
 		return fmt.Errorf("field scratch: %s is not an absolute path", s.Scratch)
+	}
+	if err := checkNetworks(s.AllowNetworks); err != nil {
+		return err
+	}
+	for _, p := range s.Links {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			return fmt.Errorf("field links: %q is not a file name pattern (path.Match)", p)
+		}
 	}
 	for k, v := range s.Env {
 		switch {

@@ -20,7 +20,7 @@ import (
 
 // fileKeys are the keys of one tool in a tools file.
 var fileKeys = []string{"name", "title", "description", "inputSchema", "outputSchema", "command", "dir", "scratch", "env",
-	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price", "scopes"}
+	"timeout", "grace", "policy", "ttl", "pollInterval", "queue", "price", "scopes", "allowNetworks", "links"}
 
 // Load reads a tools file (YAML, or JSON, which YAML reads too) and returns
 // its tools, ready for worker.New or Worker.AddTool. The file is an object
@@ -157,15 +157,9 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 		s.Policy = worker.Policy(p)
 	}
 	if v := fields["command"]; v != nil {
-		if v.Kind != yaml.SequenceNode {
-			return s, fmt.Errorf("field command: line %d: a list of strings, not a %s (no shell parses it)", v.Line, kindName(v))
-		}
-		for _, item := range v.Content {
-			var a string
-			if err := scalar(item, &a); err != nil {
-				return s, fmt.Errorf("field command: %w", err)
-			}
-			s.Command = append(s.Command, a)
+		var err error
+		if s.Command, err = stringList(v, "a list of strings", " (no shell parses it)"); err != nil {
+			return s, fmt.Errorf("field command: %w", err)
 		}
 	}
 	if v := fields["env"]; v != nil {
@@ -208,6 +202,19 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 			}
 			s.Scopes = append(s.Scopes, sc)
 		}
+	}
+	if v := fields["links"]; v != nil {
+		var err error
+		if s.Links, err = stringList(v, "a list of file name patterns", ""); err != nil {
+			return s, fmt.Errorf("field links: %w", err)
+		}
+	}
+	if v := fields["allowNetworks"]; v != nil {
+		nets, err := allowNetworks(v)
+		if err != nil {
+			return s, fmt.Errorf("field allowNetworks: %w", err)
+		}
+		s.AllowNetworks = nets
 	}
 	if v := fields["price"]; v != nil {
 		var raw any
@@ -255,6 +262,23 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 		s.Dir = filepath.Join(dir, s.Dir)
 	}
 	return s, nil
+}
+
+// stringList decodes a list of strings; what names the list and why is
+// added to the error for a node that is not one.
+func stringList(v *yaml.Node, what, why string) ([]string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("line %d: %s, not a %s%s", v.Line, what, kindName(v), why)
+	}
+	out := make([]string, 0, len(v.Content))
+	for _, item := range v.Content {
+		var a string
+		if err := scalar(item, &a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // scalar decodes a scalar node as its text.

@@ -82,20 +82,42 @@ func collect(name string, d runDir, st fileStore) (*proto.CallToolResult, error)
 // and a nil fileStore keeps every file inline.
 type fileStore struct {
 	limit int64
+	links []string // Spec.Links: files stored whatever their size
 	put   func(index int, path, name, mime string) (proto.Content, error)
 }
 
 // newFileStore is c's object store for output files, if its worker has one.
-func newFileStore(ctx context.Context, c *worker.Call) fileStore {
+func newFileStore(ctx context.Context, c *worker.Call, links []string) fileStore {
 	n, ok := c.InlineMaxBytes()
 	if !ok {
 		return fileStore{}
 	}
 	// Binary blocks are base64 in the record: a file of 3/4 of the
 	// limit is already over it.
-	return fileStore{limit: int64(n) * 3 / 4, put: func(index int, path, name, mime string) (proto.Content, error) {
+	return fileStore{limit: int64(n) * 3 / 4, links: links, put: func(index int, path, name, mime string) (proto.Content, error) {
 		return c.StoreFile(ctx, index, path, name, mime)
 	}}
+}
+
+// stores says whether the output file rel (slash-separated) of size
+// bytes goes to the object store.
+func (st fileStore) stores(rel string, size int64) bool {
+	if st.put == nil {
+		return false
+	}
+	if size > st.limit {
+		return true
+	}
+	for _, p := range st.links {
+		target := rel
+		if !strings.Contains(p, "/") {
+			target = path.Base(rel)
+		}
+		if ok, _ := path.Match(p, target); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // outFile is one file of the output folder.
@@ -118,7 +140,7 @@ func collectFiles(name string, d runDir, st fileStore) (*proto.CallToolResult, e
 		if err != nil {
 			return err
 		}
-		if st.put == nil || fi.Size() <= st.limit {
+		if rel, _ := filepath.Rel(d.out, p); !st.stores(filepath.ToSlash(rel), fi.Size()) {
 			if total += fi.Size(); total > MaxResultBytes {
 				return fmt.Errorf("the output folder holds more than %d bytes to return inline (the worker has no object store for large files)", MaxResultBytes)
 			}
@@ -133,7 +155,7 @@ func collectFiles(name string, d runDir, st fileStore) (*proto.CallToolResult, e
 	for i, f := range files {
 		rel, _ := filepath.Rel(d.out, f.path)
 		rel = filepath.ToSlash(rel)
-		if st.put != nil && f.size > st.limit {
+		if st.stores(rel, f.size) {
 			link, err := st.put(i, f.path, rel, mimeType(rel))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)

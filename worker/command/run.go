@@ -191,7 +191,7 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 	case timedOut:
 		// A tool error that keeps what the program wrote so far.
 		res := worker.ErrorResult(fmt.Sprintf("%s: timed out after %v and was stopped%s", name, r.spec.Timeout, tail(d.stderr)))
-		if part, err := collectFiles(name, d, newFileStore(ctx, c)); err == nil {
+		if part, err := collectFiles(name, d, newFileStore(ctx, c, r.spec.Links)); err == nil {
 			res.Content = append(res.Content, part.Content...)
 		}
 		return res, nil
@@ -202,7 +202,7 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 		}
 		return nil, fmt.Errorf("%s: %w%s", name, werr, tail(d.stderr))
 	}
-	res, err := collect(name, d, newFileStore(ctx, c))
+	res, err := collect(name, d, newFileStore(ctx, c, r.spec.Links))
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +244,7 @@ func (r *runner) environ(c *worker.Call, d runDir) []string {
 	if d.scratch != "" {
 		env = append(env, envScratch+"="+d.scratch)
 	}
+	env = append(env, envAllowNetworks+"="+strings.Join(r.spec.AllowNetworks, ","))
 	return append(env, envArgs+"="+d.args, envOutput+"="+d.out, envCheckpoint+"="+d.checkpoint,
 		envInput+"="+d.input, envStructured+"="+d.structured, envStop+"="+d.stop, envStatusFD+"="+strconv.Itoa(statusFD), envTaskID+"="+c.TaskID, envAttempt+"="+strconv.FormatInt(c.Attempt, 10))
 }

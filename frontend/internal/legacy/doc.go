@@ -21,5 +21,5 @@
 //
 // Its Redis side (Store) keeps the sessions and the logs of their SSE
 // streams beside the task records, under the same prefix and owner hash
-// tag (keys.go), with one script (scripts/getstream.lua).
+// tag (keys.go), with three scripts (scripts/*.lua).
 package legacy

@@ -45,7 +45,10 @@ type EventLog struct {
 	store                  *Store
 	log                    *slog.Logger
 	owner, session, stream string
-	idle                   time.Duration
+	// writer names this request's hold on a request's stream ("" for a
+	// GET stream): a resume elsewhere takes the stream over.
+	writer string
+	idle   time.Duration
 	// prime: open the stream with an id-only event.
 	prime bool
 	// call is written with the first event (then nil): what a resume needs.
@@ -56,8 +59,13 @@ type EventLog struct {
 // response) and returns its SSE event id, "" when Redis refused (the event
 // then goes out without an id).
 func (l *EventLog) Append(b []byte, final bool) string {
-	id, err := l.store.AppendStreamEvent(l.ctx, l.owner, l.session, l.stream, b, final, l.call, l.idle)
-	if err != nil {
+	id, err := l.store.AppendStreamEvent(l.ctx, l.owner, l.session, l.stream, l.writer, b, final, l.call, l.idle)
+	if errors.Is(err, ErrTakenOver) {
+		// The client resumed the stream elsewhere: this request's
+		// connection is gone, and what it still sends reaches no one.
+		l.log.Debug("an SSE stream resumed elsewhere; not logging its old request's event", "stream", l.stream)
+		return ""
+	} else if err != nil {
 		l.log.Warn("log an SSE event for resumption", "stream", l.stream, "err", err)
 		return ""
 	}
@@ -69,17 +77,17 @@ func (l *EventLog) Append(b []byte, final bool) string {
 // client that loses it before anything else was sent can resume it.
 func (l *EventLog) Prime() bool { return l.prime }
 
-// newEventLog is the log of stream in sess.
-func (e *Era) newEventLog(ctx context.Context, sess *Session, stream string, prime bool) *EventLog {
+// newEventLog is the log of stream in sess, written as writer.
+func (e *Era) newEventLog(ctx context.Context, sess *Session, stream, writer string, prime bool) *EventLog {
 	return &EventLog{ctx: context.WithoutCancel(ctx), store: e.store, log: e.log, owner: sess.Owner,
-		session: sess.ID, stream: stream, idle: e.cfg.SessionIdle, prime: prime}
+		session: sess.ID, stream: stream, writer: writer, idle: e.cfg.SessionIdle, prime: prime}
 }
 
 // holdResumable makes a held tools/call's stream resumable: once it
 // streams, its events carry ids, and a broken connection no longer cancels
 // the task (the front end's wait sees the stream is resumable).
 func (c *Call) holdResumable(ctx context.Context, ref taskstate.Ref) {
-	l := c.era.newEventLog(ctx, c.session, callStream+ref.ID, true)
+	l := c.era.newEventLog(ctx, c.session, callStream+ref.ID, taskstate.NewID(), true)
 	l.call = &StreamCall{RequestID: c.req.RPC().ID, TaskID: ref.ID, ProgressToken: c.meta.ProgressToken}
 	c.req.Log(l)
 }
@@ -90,7 +98,7 @@ func (c *Call) holdResumable(ctx context.Context, ref taskstate.Ref) {
 // so nothing else changes when its stream breaks.
 func (c *Call) watchResumable(ctx context.Context, ref taskstate.Ref) {
 	c.stream = resultStream + taskstate.NewID()
-	l := c.era.newEventLog(ctx, c.session, c.stream, false)
+	l := c.era.newEventLog(ctx, c.session, c.stream, taskstate.NewID(), false)
 	l.call = &StreamCall{RequestID: c.req.RPC().ID, TaskID: ref.ID}
 	c.req.Log(l)
 }
@@ -135,7 +143,8 @@ func replay(req Request, stream, entry string, events []StreamEvent) (final bool
 func (c *Call) resume(ctx context.Context, w http.ResponseWriter, stream, entry string) {
 	e := c.era
 	c.stream = stream
-	sc, events, err := c.resumed(ctx, stream)
+	writer := taskstate.NewID()
+	sc, events, err := c.resumed(ctx, stream, writer)
 	if err != nil {
 		e.host.WriteError(w, err)
 		return
@@ -148,7 +157,7 @@ func (c *Call) resume(ctx context.Context, w http.ResponseWriter, stream, entry 
 		return
 	}
 	defer sub.Close()
-	c.req.Log(e.newEventLog(ctx, c.session, stream, false))
+	c.req.Log(e.newEventLog(ctx, c.session, stream, writer, false))
 	c.req.KeepAlive() // the stream is open: headers out now
 	if replay(c.req, stream, entry, events) {
 		return // answered already: the replay ended with the response
@@ -165,13 +174,15 @@ func (c *Call) resume(ctx context.Context, w http.ResponseWriter, stream, entry 
 	c.req.Finish(sc.RequestID, res, err)
 }
 
-// resumed reads what a resume of stream needs: the request it answers
-// (then the request c serves, with the _meta it had) and the events sent
-// so far (what they asked and the progress they showed are c's from now
-// on). A stream this session cannot resume is 400.
-func (c *Call) resumed(ctx context.Context, stream string) (*StreamCall, []StreamEvent, error) {
+// resumed takes stream over as writer and reads what a resume of it
+// needs: the request it answers (then the request c serves, with the
+// _meta it had) and the events sent so far (what they asked and the
+// progress they showed are c's from now on). Taken over first, so an
+// event the old request still logs is either among these or not logged
+// at all. A stream this session cannot resume is 400.
+func (c *Call) resumed(ctx context.Context, stream, writer string) (*StreamCall, []StreamEvent, error) {
 	e := c.era
-	sc, err := e.store.StreamCallOf(ctx, c.session.Owner, c.session.ID, stream)
+	sc, err := e.store.TakeStream(ctx, c.session.Owner, c.session.ID, stream, writer)
 	if err == nil && !validRequestID(sc.RequestID) {
 		err = ErrNoStream
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,10 @@ const MaxStreamEvents = 256
 // ErrNoStream: no resumable call stream of that name in this session.
 var ErrNoStream = errors.New("legacy: stream not found")
 
+// ErrTakenOver: a resume elsewhere took the stream over, so this writer
+// logs nothing more of it (AppendStreamEvent).
+var ErrTakenOver = errors.New("legacy: the stream was resumed elsewhere")
+
 // StreamEvent is one logged SSE message.
 type StreamEvent struct {
 	// ID is the Redis stream entry id ("ms-seq"), increasing in the stream.
@@ -47,39 +52,32 @@ type StreamCall struct {
 	ProgressToken json.RawMessage
 }
 
-// Stream call hash fields.
-const (
-	streamReq   = "req"
-	streamTask  = "task"
-	streamToken = "token"
-)
+// The stream call hash's fields are req (the request id), task, token
+// (the progress token) and w (the stream's writer): append.lua and
+// takestream.lua name them.
 
 // AppendStreamEvent logs data (empty: a priming event) as the next message
-// of the session's stream and returns its entry id. With call non-nil it
-// also records the held request the stream answers. Both keys expire after
-// idle, as the session does.
-func (s *Store) AppendStreamEvent(ctx context.Context, owner, session, stream string, data []byte, final bool,
+// of the session's stream for writer (a request's stream; "" for a GET
+// stream) and returns its entry id. With call non-nil it also records the
+// held request the stream answers, and writer as the stream's. Once
+// another writer took the stream over (TakeStream), nothing is logged and
+// it answers ErrTakenOver. Both keys expire after idle, as the session
+// does. One script (append.lua).
+func (s *Store) AppendStreamEvent(ctx context.Context, owner, session, stream, writer string, data []byte, final bool,
 	call *StreamCall, idle time.Duration) (string, error) {
-	key := s.keys.SessionEvents(owner, session, stream)
-	values := []any{"d", data}
+	args := []any{data, "", idle.Milliseconds(), writer, MaxStreamEvents}
 	if final {
-		values = append(values, "f", "1")
+		args[1] = "1"
 	}
-	var add *redis.StringCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		add = p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: MaxStreamEvents, Values: values})
-		p.PExpire(ctx, key, idle)
-		if call != nil {
-			ck := s.keys.SessionStreamCall(owner, session, stream)
-			p.HSet(ctx, ck, streamReq, string(call.RequestID), streamTask, call.TaskID, streamToken, string(call.ProgressToken))
-			p.PExpire(ctx, ck, idle)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", err
+	if call != nil {
+		args = append(args, string(call.RequestID), call.TaskID, string(call.ProgressToken))
 	}
-	return add.Val(), nil
+	id, err := appendScript.Run(ctx, s.rdb, []string{s.keys.SessionEvents(owner, session, stream),
+		s.keys.SessionStreamCall(owner, session, stream)}, args...).Text()
+	if errors.Is(err, redis.Nil) {
+		return "", ErrTakenOver
+	}
+	return id, err
 }
 
 // StreamEvents reads the messages kept for the session's stream, oldest
@@ -98,18 +96,21 @@ func (s *Store) StreamEvents(ctx context.Context, owner, session, stream string)
 	return out, nil
 }
 
-// StreamCallOf reads the held request the session's stream answers;
-// ErrNoStream when there is none (not a call stream, or expired).
-func (s *Store) StreamCallOf(ctx context.Context, owner, session, stream string) (*StreamCall, error) {
-	f, err := s.rdb.HGetAll(ctx, s.keys.SessionStreamCall(owner, session, stream)).Result()
-	if err != nil {
+// TakeStream makes writer the only one that logs the session's request
+// stream from now on (a resume of it: takestream.lua) and reads the held
+// request the stream answers; ErrNoStream when there is none (not a
+// request's stream, or expired).
+func (s *Store) TakeStream(ctx context.Context, owner, session, stream, writer string) (*StreamCall, error) {
+	f, err := takeStreamScript.Run(ctx, s.rdb, []string{s.keys.SessionStreamCall(owner, session, stream)}, writer).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNoStream
+	} else if err != nil {
 		return nil, err
 	}
-	if f[streamTask] == "" {
-		return nil, ErrNoStream
+	if len(f) != 3 {
+		return nil, fmt.Errorf("legacy: takestream returned %d values", len(f))
 	}
-	return &StreamCall{RequestID: json.RawMessage(f[streamReq]), TaskID: f[streamTask],
-		ProgressToken: json.RawMessage(f[streamToken])}, nil
+	return &StreamCall{RequestID: json.RawMessage(f[0]), TaskID: f[1], ProgressToken: json.RawMessage(f[2])}, nil
 }
 
 // EntryAfter reports whether stream entry id a comes after b; false when

@@ -14,22 +14,23 @@ import (
 
 // TestStreamEvents: a session stream's log keeps its messages in order
 // with increasing ids, at most MaxStreamEvents of them (the oldest go),
-// expiring with the session's idle time; the held call it answers is read
-// back, and another owner or stream finds neither.
+// expiring with the session's idle time; a resume takes it over (the held
+// call it answers is read back, and the old writer logs nothing more), and
+// another owner or stream finds neither.
 func TestStreamEvents(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b)
 		c := ctx(t)
 		owner, sess, stream := taskstate.OwnerTag(principal), taskstate.NewID(), "c."+taskstate.NewID()
 		call := &legacy.StreamCall{RequestID: json.RawMessage(`"call-1"`), TaskID: taskstate.NewID(), ProgressToken: json.RawMessage(`7`)}
-		prime, err := e.s.AppendStreamEvent(c, owner, sess, stream, nil, false, call, time.Hour)
+		prime, err := e.s.AppendStreamEvent(c, owner, sess, stream, "w1", nil, false, call, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids := []string{prime}
 		n := legacy.MaxStreamEvents + 10
 		for i := 1; i < n; i++ {
-			id, err := e.s.AppendStreamEvent(c, owner, sess, stream, []byte(`{"n":`+strconv.Itoa(i)+`}`), i == n-1, nil, time.Hour)
+			id, err := e.s.AppendStreamEvent(c, owner, sess, stream, "w1", []byte(`{"n":`+strconv.Itoa(i)+`}`), i == n-1, nil, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,13 +55,23 @@ func TestStreamEvents(t *testing.T) {
 				t.Errorf("%s expires in %s, want the session's idle time", key, left)
 			}
 		}
-		sc, err := e.s.StreamCallOf(c, owner, sess, stream)
+		// A resume takes the stream over: the old writer logs nothing more.
+		sc, err := e.s.TakeStream(c, owner, sess, stream, "w2")
 		if err != nil || string(sc.RequestID) != `"call-1"` || sc.TaskID != call.TaskID || string(sc.ProgressToken) != `7` {
-			t.Fatalf("StreamCallOf = %+v, %v", sc, err)
+			t.Fatalf("TakeStream = %+v, %v", sc, err)
+		}
+		if _, err := e.s.AppendStreamEvent(c, owner, sess, stream, "w1", []byte(`{"late":1}`), false, nil, time.Hour); !errors.Is(err, legacy.ErrTakenOver) {
+			t.Errorf("the old writer's append after a resume: %v, want ErrTakenOver", err)
+		}
+		if _, err := e.s.AppendStreamEvent(c, owner, sess, stream, "w2", []byte(`{"n":"resumed"}`), false, nil, time.Hour); err != nil {
+			t.Errorf("the resuming writer's append: %v", err)
+		}
+		if evs, _ := e.s.StreamEvents(c, owner, sess, stream); string(evs[len(evs)-1].Data) != `{"n":"resumed"}` {
+			t.Errorf("newest event %s, want the resuming writer's", evs[len(evs)-1].Data)
 		}
 		other := taskstate.OwnerTag("mallory")
-		if _, err := e.s.StreamCallOf(c, other, sess, stream); !errors.Is(err, legacy.ErrNoStream) {
-			t.Errorf("another owner's StreamCallOf: %v", err)
+		if _, err := e.s.TakeStream(c, other, sess, stream, "w3"); !errors.Is(err, legacy.ErrNoStream) {
+			t.Errorf("another owner's TakeStream: %v", err)
 		}
 		if evs, err := e.s.StreamEvents(c, other, sess, stream); err != nil || len(evs) != 0 {
 			t.Errorf("another owner's StreamEvents: %d, %v", len(evs), err)

@@ -30,11 +30,18 @@ func (s *Store) Keys() Keys { return s.keys }
 // nowMs is the clock in unix milliseconds.
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
-// getStreamSource is the one script of the era (self-contained: it shares
-// no code with taskstate's scripts).
-//
-//go:embed scripts/getstream.lua
-var getStreamSource string
-
-// getStreamScript runs getstream.lua (Store.HoldsGetStream, SendTaskState).
-var getStreamScript = redis.NewScript(getStreamSource)
+// The era's scripts (self-contained: they share no code with taskstate's).
+var (
+	//go:embed scripts/getstream.lua
+	getStreamSource string
+	// getStreamScript runs getstream.lua (Store.HoldsGetStream, SendTaskState).
+	getStreamScript = redis.NewScript(getStreamSource)
+	//go:embed scripts/append.lua
+	appendSource string
+	// appendScript runs append.lua (Store.AppendStreamEvent).
+	appendScript = redis.NewScript(appendSource)
+	//go:embed scripts/takestream.lua
+	takeStreamSource string
+	// takeStreamScript runs takestream.lua (Store.TakeStream).
+	takeStreamScript = redis.NewScript(takeStreamSource)
+)

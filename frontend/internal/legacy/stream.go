@@ -142,7 +142,7 @@ func (g *getStreamOf) open(ctx context.Context) error {
 // (its log could not be read).
 func (g *getStreamOf) start(ctx context.Context, entry string) bool {
 	e := g.era
-	g.req.Log(e.newEventLog(ctx, g.sess, g.stream, entry == ""))
+	g.req.Log(e.newEventLog(ctx, g.sess, g.stream, "", entry == ""))
 	g.req.KeepAlive() // the stream is open: headers out now, once it holds the session's messages
 	if entry == "" {
 		return true
