@@ -21,6 +21,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/mcpq/mcpq/objstore"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -71,7 +72,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	video, _ := json.Marshal(map[string]string{"uri": "output:///clip.webm", "mimeType": "video/webm",
 		"blob": base64.StdEncoding.EncodeToString(clip)})
 	const opsGate = "ops_gate" // task: runs until the test releases it, then answers an image
-	e, ctx := newOpsEnv(t, worker.Tool{Name: opsGate, Policy: worker.PolicyTask,
+	blobs, err := objstore.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clipFile := filepath.Join(t.TempDir(), "clip.webm")
+	if err := os.WriteFile(clipFile, clip, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, ctx := newOpsEnvWith(t, blobs, worker.Tool{Name: opsGate, Policy: worker.PolicyTask,
 		Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 			if err := c.Progress(ctx, "waiting for the test"); err != nil {
 				return nil, err
@@ -87,9 +96,14 @@ func TestDashboardInBrowser(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
+			// The same clip once more as a stored object: a resource_link.
+			stored, err := c.StoreFile(ctx, 4, clipFile, "clip.webm", "video/webm")
+			if err != nil {
+				return nil, err
+			}
 			return &proto.CallToolResult{Content: []proto.Content{proto.TextContent("rendered"),
 				{Type: "image", Data: pic, MimeType: "image/png"}, {Type: "resource", Resource: video},
-				proto.TextContent(`{"frames":10,"size":[96,64]}`)}}, nil
+				proto.TextContent(`{"frames":10,"size":[96,64]}`), stored}}, nil
 		}}), within(t)
 	gate := createTask(t, ctx, e.c, opsGate, nil).TaskID
 	gets := 0
@@ -142,6 +156,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	// and the JSON text block is pretty-printed.
 	do("load the result video", chromedp.WaitVisible(css(`#d-result video`)), chromedp.Poll[chromedp.Void](
 		`(() => { const v = document.querySelector("#d-result video"); return v.readyState >= 1 && v.videoWidth === 96; })()`))
+	// The stored object plays in place once read through resources/read.
+	do("show the stored video", chromedp.Click(css(`#d-result .stored button`)), chromedp.Poll[chromedp.Void](
+		`(() => { const v = document.querySelector("#d-result .stored video"); return v && v.src.startsWith("blob:") && v.readyState >= 1 && v.videoWidth === 96; })()`))
 	if pretty, err := chromedp.Run(bctx, chromedp.Text(css(`#d-result pre.json`))); err != nil || !strings.Contains(pretty, "\n  \"frames\": 10") {
 		t.Errorf("the JSON text block shows %q (%v), want it pretty-printed", pretty, err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/objstore"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/taskstate/series"
@@ -53,6 +54,13 @@ const (
 )
 
 func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
+	t.Helper()
+	return newOpsEnvWith(t, nil, extra...)
+}
+
+// newOpsEnvWith is newOpsEnv whose worker and front end keep large
+// results in blobs (nil: none).
+func newOpsEnvWith(t *testing.T, blobs objstore.Store, extra ...worker.Tool) *opsEnv {
 	t.Helper()
 	b := redistest.Mini(t)
 	logs := &syncLog{}
@@ -89,7 +97,7 @@ func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
 	w, err := worker.New(worker.Config{Redis: b.Client, Prefix: b.Prefix,
 		TaskCheckInterval: 5 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
 		ShutdownTimeout: 2 * time.Second, Logger: log.With("proc", "worker"),
-		Metrics: prometheus.NewRegistry(), TracerProvider: tp}, tools...)
+		Metrics: prometheus.NewRegistry(), TracerProvider: tp, Blobs: worker.BlobConfig{Store: blobs}}, tools...)
 	if err != nil {
 		t.Fatalf("worker.New: %v", err)
 	}
@@ -106,7 +114,7 @@ func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	fe, err := frontend.New(frontend.Config{Redis: b.Client, Prefix: b.Prefix, Logger: log.With("proc", "frontend"),
-		Metrics: prometheus.NewRegistry(), TracerProvider: tp, Billing: true})
+		Metrics: prometheus.NewRegistry(), TracerProvider: tp, Billing: true, Blobs: blobs})
 	if err != nil {
 		cancel()
 		t.Fatalf("frontend.New: %v", err)
