@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"image"
 	"image/color"
 	"image/png"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/mcpq/mcpq/objstore"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -63,8 +65,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	browser := chromium(t)
 	release := make(chan struct{})
 	pic := testPNG(t)
+	clip, err := os.ReadFile("testdata/clip.webm") // 1 s of 96×64 VP8 (ffmpeg testsrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	video, _ := json.Marshal(map[string]string{"uri": "output:///clip.webm", "mimeType": "video/webm",
+		"blob": base64.StdEncoding.EncodeToString(clip)})
 	const opsGate = "ops_gate" // task: runs until the test releases it, then answers an image
-	e, ctx := newOpsEnv(t, worker.Tool{Name: opsGate, Policy: worker.PolicyTask,
+	blobs, err := objstore.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clipFile := filepath.Join(t.TempDir(), "clip.webm")
+	if err := os.WriteFile(clipFile, clip, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, ctx := newOpsEnvWith(t, blobs, worker.Tool{Name: opsGate, Policy: worker.PolicyTask,
 		Handler: func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 			if err := c.Progress(ctx, "waiting for the test"); err != nil {
 				return nil, err
@@ -80,8 +96,14 @@ func TestDashboardInBrowser(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
+			// The same clip once more as a stored object: a resource_link.
+			stored, err := c.StoreFile(ctx, 4, clipFile, "clip.webm", "video/webm")
+			if err != nil {
+				return nil, err
+			}
 			return &proto.CallToolResult{Content: []proto.Content{proto.TextContent("rendered"),
-				{Type: "image", Data: pic, MimeType: "image/png"}}}, nil
+				{Type: "image", Data: pic, MimeType: "image/png"}, {Type: "resource", Resource: video},
+				proto.TextContent(`{"frames":10,"size":[96,64]}`), stored}}, nil
 		}}), within(t)
 	gate := createTask(t, ctx, e.c, opsGate, nil).TaskID
 	gets := 0
@@ -91,22 +113,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	ask := createTask(t, ctx, e.c, opsAsk, nil).TaskID
 	e.getUntil(t, ctx, ask, proto.StatusInputRequired, &gets)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 800))
-	actx, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer stopAlloc()
-	bctx, stopBrowser := chromedp.NewContext(actx)
-	defer stopBrowser()
-	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	row := func(id string) string { return `tr[data-task="` + id + `"]` }
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	bctx := newBrowser(t, ctx, browser)
+	do := browserSteps(t, bctx)
 	do("open the dashboard", chromedp.Navigate(e.feURL+"/dashboard/"),
 		chromedp.WaitVisible(css(row(gate)+` td.status.working`)),
 		chromedp.WaitVisible(css(row(ask)+` td.status.input_required`)),
@@ -144,6 +152,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil || !loaded {
 		t.Errorf("the result image did not load as a 64 px picture (%v)", err)
 	}
+	// The video plays in a <video> player: its metadata loads (96 px wide),
+	// and the JSON text block is pretty-printed.
+	do("load the result video", chromedp.WaitVisible(css(`#d-result video`)), chromedp.Poll[chromedp.Void](
+		`(() => { const v = document.querySelector("#d-result video"); return v.readyState >= 1 && v.videoWidth === 96; })()`))
+	// The stored object plays in place once read through resources/read.
+	do("show the stored video", chromedp.Click(css(`#d-result .stored button`)), chromedp.Poll[chromedp.Void](
+		`(() => { const v = document.querySelector("#d-result .stored video"); return v && v.src.startsWith("blob:") && v.readyState >= 1 && v.videoWidth === 96; })()`))
+	if pretty, err := chromedp.Run(bctx, chromedp.Text(css(`#d-result pre.json`))); err != nil || !strings.Contains(pretty, "\n  \"frames\": 10") {
+		t.Errorf("the JSON text block shows %q (%v), want it pretty-printed", pretty, err)
+	}
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // quality 100: PNG
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
@@ -157,6 +175,42 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil || wide {
 		t.Errorf("at phone width the page scrolls sideways (%v)", err)
 	}
+	saveShots(t, map[string][]byte{"dashboard.png": shot, "dashboard-phone.png": phone})
+}
+
+// newBrowser starts headless Chromium (binary browser) at desktop size for
+// the life of the test and returns its tab's context.
+func newBrowser(t *testing.T, ctx context.Context, browser string) context.Context {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 800))
+	actx, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(stopAlloc)
+	bctx, stopBrowser := chromedp.NewContext(actx)
+	t.Cleanup(stopBrowser)
+	return bctx
+}
+
+// css selects by a CSS selector; row is the task list's row of task id.
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+func row(id string) string        { return `tr[data-task="` + id + `"]` }
+
+// browserSteps returns a func that runs steps in the tab bctx, failing
+// the test with what was being done.
+func browserSteps(t *testing.T, bctx context.Context) func(what string, steps ...chromedp.Action[chromedp.Void]) {
+	return func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
+// saveShots writes screenshots (name → PNG) to the test's artifact folder
+// and to MCPQ_SCREENSHOT_DIR (scripts/test sets it to results/).
+func saveShots(t *testing.T, shots map[string][]byte) {
+	t.Helper()
 	dirs := []string{t.ArtifactDir()}
 	if d := os.Getenv("MCPQ_SCREENSHOT_DIR"); d != "" {
 		dirs = append(dirs, d)
@@ -165,7 +219,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for name, png := range map[string][]byte{"dashboard.png": shot, "dashboard-phone.png": phone} {
+		for name, png := range shots {
 			p := filepath.Join(d, name)
 			if err := os.WriteFile(p, png, 0o644); err != nil {
 				t.Fatal(err)

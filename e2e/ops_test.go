@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,8 +27,10 @@ import (
 	"github.com/mcpq/mcpq/client"
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/objstore"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/series"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -39,6 +42,7 @@ type opsEnv struct {
 	feURL, workerURL string // base URLs
 	spans            *tracetest.InMemoryExporter
 	store            *taskstate.Store // the same Redis, for accounts
+	redis            *redistest.Backend
 }
 
 // Tools of the workload.
@@ -50,6 +54,13 @@ const (
 )
 
 func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
+	t.Helper()
+	return newOpsEnvWith(t, nil, extra...)
+}
+
+// newOpsEnvWith is newOpsEnv whose worker and front end keep large
+// results in blobs (nil: none).
+func newOpsEnvWith(t *testing.T, blobs objstore.Store, extra ...worker.Tool) *opsEnv {
 	t.Helper()
 	b := redistest.Mini(t)
 	logs := &syncLog{}
@@ -86,12 +97,12 @@ func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
 	w, err := worker.New(worker.Config{Redis: b.Client, Prefix: b.Prefix,
 		TaskCheckInterval: 5 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
 		ShutdownTimeout: 2 * time.Second, Logger: log.With("proc", "worker"),
-		Metrics: prometheus.NewRegistry(), TracerProvider: tp}, tools...)
+		Metrics: prometheus.NewRegistry(), TracerProvider: tp, Blobs: worker.BlobConfig{Store: blobs}}, tools...)
 	if err != nil {
 		t.Fatalf("worker.New: %v", err)
 	}
 	ws := httptest.NewServer(w.Handler())
-	e := &opsEnv{spans: spans, workerURL: ws.URL, store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})}
+	e := &opsEnv{spans: spans, workerURL: ws.URL, redis: b, store: taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix})}
 	// Before Run: the worker is alive but not ready.
 	if code := httpStatus(t, ws.URL+"/healthz"); code != http.StatusOK {
 		t.Fatalf("worker /healthz before Run: %d", code)
@@ -103,7 +114,7 @@ func newOpsEnv(t *testing.T, extra ...worker.Tool) *opsEnv {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	fe, err := frontend.New(frontend.Config{Redis: b.Client, Prefix: b.Prefix, Logger: log.With("proc", "frontend"),
-		Metrics: prometheus.NewRegistry(), TracerProvider: tp, Billing: true})
+		Metrics: prometheus.NewRegistry(), TracerProvider: tp, Billing: true, Blobs: blobs})
 	if err != nil {
 		cancel()
 		t.Fatalf("frontend.New: %v", err)
@@ -315,6 +326,41 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	}
 	if code := httpStatus(t, e.feURL+"/readyz"); code != http.StatusOK {
 		t.Errorf("front end /readyz: %d", code)
+	}
+	e.checkSeries(t, ctx)
+}
+
+// checkSeries: the operator view's numbers over time (taskstate/series)
+// count TestMetricsAfterWorkload's workload as its metrics do, once the
+// front end's and the worker's flushes (each second) have run.
+func (e *opsEnv) checkSeries(t *testing.T, ctx context.Context) {
+	t.Helper()
+	want := map[string]int64{"created": 6, "completed": 4, "failed": 1, "cancelled": 1,
+		"claimed": 7, "cancelRequests": 1, "takeovers": 0, "refusals": 0} // claimed: 6 tasks + 1 resume after input
+	var got map[string]int64
+	for {
+		v, err := series.Read(ctx, e.redis.Client, e.redis.Prefix, time.Now(), 5) // the workload may span a minute's end
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = map[string]int64{}
+		for name := range want {
+			for _, n := range v.Series[name] {
+				got[name] += n
+			}
+		}
+		var quick int64
+		for _, n := range v.ByTool[opsQuick]["completed"] {
+			quick += n
+		}
+		if maps.Equal(got, want) && quick == 3 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("series %v (%s completed %d), want %v", got, opsQuick, quick, want)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -65,8 +65,9 @@ type taskPage struct {
 // argumentsPreviewMax bounds the arguments a task page carries inline.
 const argumentsPreviewMax = 2 << 10
 
-// progressPattern finds "n of m", "n/m" or "p%" in a status message.
-var progressPattern = regexp.MustCompile(`(\d+(?:\.\d+)?)\s*(?:of|/)\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%`)
+// progressPattern finds "n of m", "n/m" or "p%" in a status message; a
+// short unit may follow each number ("3s of 10s", "2MB/8MB").
+var progressPattern = regexp.MustCompile(`(\d+(?:\.\d+)?)[a-zA-Z]{0,3}\s*(?:of|/)\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%`)
 
 // parseProgress reads a status message's progress; nil when it says none.
 func parseProgress(msg string) *progress {

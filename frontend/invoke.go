@@ -242,6 +242,7 @@ func (s *Server) newTask(ctx context.Context, c *call, inv invocation, ref tasks
 		}
 		if fe := (*billing.FundsError)(nil); errors.As(err, &fe) {
 			s.metrics.billing.Refused(inv.def.Key())
+			s.series.Refused(inv.def.Key())
 			return nil, fundsResult(inv.name, fe), nil
 		}
 		return nil, nil, err
@@ -249,8 +250,10 @@ func (s *Server) newTask(ctx context.Context, c *call, inv invocation, ref tasks
 	switch {
 	case rec.Ref == ref:
 		s.metrics.created.WithLabelValues(inv.def.Key()).Inc()
+		s.series.Created(inv.def.Key())
 		if p.Reserve != nil {
 			s.metrics.billing.Reserved(inv.def.Key(), *p.Reserve)
+			s.series.Reserved(inv.def.Key(), *p.Reserve)
 		}
 	case p.ArgumentsRef != "": // a replay: stored for a task that was not made
 		if derr := s.cfg.Blobs.Delete(context.WithoutCancel(ctx), p.ArgumentsRef); derr != nil {

@@ -11,7 +11,7 @@ import (
 // a session),
 // GET /v1/tasks, /v1/tasks/{id} and its /arguments (the caller's own
 // tasks; console.go), GET /v1/ops/* (the operator view, admins only;
-// ops.go), GET /healthz
+// ops.go, series.go), GET /healthz
 // (liveness), GET /readyz (readiness: Redis and the catalog answer) and
 // GET /metrics (Prometheus; observe.go) and GET /dashboard/ (the task
 // dashboard; dashboard.go), and with OAuth the protected resource
@@ -28,6 +28,7 @@ func (s *Server) Handler() http.Handler {
 	r.Handle("/v1/ops/queues", s.checkOrigin(s.operator(s.opsQueues))).Methods(http.MethodGet)
 	r.Handle("/v1/ops/workers", s.checkOrigin(s.operator(s.opsWorkers))).Methods(http.MethodGet)
 	r.Handle("/v1/ops/catalog", s.checkOrigin(s.operator(s.opsCatalog))).Methods(http.MethodGet)
+	r.Handle("/v1/ops/series", s.checkOrigin(s.operator(s.opsSeries))).Methods(http.MethodGet)
 	r.Handle("/v1/account", s.checkOrigin(http.HandlerFunc(s.getMyAccount))).Methods(http.MethodGet)
 	r.Handle("/v1/ledger", s.checkOrigin(http.HandlerFunc(s.getMyLedger))).Methods(http.MethodGet)
 	if o, ok := s.cfg.Auth.(*OAuth); ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/taskstate/events"
+	"github.com/mcpq/mcpq/taskstate/series"
 )
 
 // Server is a stateless MCP front end.
@@ -43,6 +44,11 @@ type Server struct {
 	// jobs is the default enqueuer (Config.Enqueuer nil): mcpq's queue,
 	// whose create sends record and job together (run.go's create).
 	jobs *queue.Client
+	// series counts creates, cancels and billing for the operator view's
+	// numbers over time; seriesStop ends its flush and sampling loop
+	// (series.go).
+	series     *series.Recorder
+	seriesStop func()
 }
 
 // method serves one JSON-RPC method.
@@ -100,8 +106,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Enqueuer = queueEnqueuer{jobs}
 	}
 	billing := billmetrics.New(cfg.Metrics)
+	numbers := series.NewRecorder(cfg.Redis, cfg.Prefix, cfg.Clock)
 	store := taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
-		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout, Settled: billing.Settled})
+		WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout, Settled: billing.Settled, Series: numbers})
 	key := cfg.StateKey
 	if len(key) == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -122,6 +129,7 @@ func New(cfg Config) (*Server, error) {
 		log:        cfg.Logger,
 		resultMeta: proto.ResultMeta{proto.MetaServerInfo: cfg.ServerInfo},
 		jobs:       jobs,
+		series:     numbers,
 		versions:   cfg.Eras,
 		hosts:      allowHosts(cfg.AllowedOrigins),
 	}
@@ -146,6 +154,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TracerProvider != nil {
 		s.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/frontend")
 	}
+	s.startSeries()
 	return s, nil
 }
 
@@ -157,6 +166,7 @@ func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 // server first.
 func (s *Server) Close() error {
 	s.Drain()
+	s.stopSeries()
 	return s.hub.Close()
 }
 

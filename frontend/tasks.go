@@ -48,6 +48,7 @@ func (s *Server) cancelTask(ctx context.Context, c *call) (any, error) {
 	if err := s.store.RequestCancel(ctx, ref); err != nil {
 		return nil, err
 	}
+	s.series.CancelRequested()
 	return &proto.Ack{}, nil
 }
 

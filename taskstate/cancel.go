@@ -3,6 +3,8 @@ package taskstate
 import (
 	"context"
 	"errors"
+
+	"github.com/mcpq/mcpq/proto"
 )
 
 // RequestCancel asks for the task to stop (tasks/cancel). It returns nil when
@@ -22,7 +24,10 @@ func (s *Store) RequestCancel(ctx context.Context, ref Ref) error {
 	switch {
 	case errors.Is(err, ErrExpired):
 		return ErrNotFound
-	case errors.Is(err, ErrCancelled), errors.Is(err, ErrTerminal):
+	case errors.Is(err, ErrCancelled): // ended here: no worker held it
+		s.series.Ended("", string(proto.StatusCancelled), 0)
+		return nil
+	case errors.Is(err, ErrTerminal):
 		return nil
 	}
 	return err

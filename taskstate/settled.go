@@ -52,14 +52,18 @@ func (s *Store) settledAt(res []any, i int) {
 	}
 }
 
-// noteSettled hands a settlement's receipt to Options.Settled.
+// noteSettled hands a settlement's receipt to Options.Settled
+// and Options.Series.
 func (s *Store) noteSettled(tool, receipt string) {
-	if s.settled == nil {
+	if s.settled == nil && s.series == nil {
 		return
 	}
 	st := billing.Settlement{Tool: tool}
 	if err := json.Unmarshal([]byte(receipt), &st.Receipt); err != nil {
 		return // written by settle() in the same script: cannot happen
 	}
-	s.settled(st)
+	s.series.Settled(tool, st.Receipt.Charged, st.Receipt.Released)
+	if s.settled != nil {
+		s.settled(st)
+	}
 }

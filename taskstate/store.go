@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/catalog"
+	"github.com/mcpq/mcpq/taskstate/series"
 )
 
 // Options configure a Store. The zero value is usable.
@@ -43,6 +44,11 @@ type Options struct {
 	// settled.go), after the script returned, on the caller's goroutine.
 	// It must be fast: metrics counters. Default nil.
 	Settled func(billing.Settlement)
+	// Series, when set, is told what the store's transitions end and
+	// settle (a cancel that ends a task no worker held; each settlement),
+	// for the operator view's numbers over time (package series). Default
+	// nil: not counted.
+	Series *series.Recorder
 	// Worker, when set, is the id of the worker this store claims tasks
 	// for: Claim records it in the task and in the attempt's timeline entry
 	// (package timeline), Lease renews its liveness, and the takeover scan keeps
@@ -73,6 +79,8 @@ type Store struct {
 	waitTimeout  time.Duration
 	// settled is Options.Settled.
 	settled func(billing.Settlement)
+	// series is Options.Series.
+	series *series.Recorder
 	// worker is Options.Worker.
 	worker string
 	// owners remembers owners already in Keys.owners, to add each once.
@@ -102,7 +110,7 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	opts.WaitTimeout = max(opts.WaitTimeout, time.Millisecond)
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
 		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout,
-		settled: opts.Settled, worker: opts.Worker, catalog: catalog.New(rdb, opts.Prefix, opts.Clock),
+		settled: opts.Settled, series: opts.Series, worker: opts.Worker, catalog: catalog.New(rdb, opts.Prefix, opts.Clock),
 		accounts: billing.New(rdb, opts.Prefix, opts.Clock, OwnerTag)}
 }
 

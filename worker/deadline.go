@@ -33,6 +33,7 @@ func (w *Worker) atDeadline(ref taskstate.Ref, deadline time.Time, stop context.
 		switch {
 		case err == nil, errors.Is(err, taskstate.ErrNotFound):
 			w.metrics.expired.Inc()
+			w.series.Expired(1)
 			stop(errStop)
 			return
 		case errors.Is(err, taskstate.ErrIllegal): // extended: look again at the new deadline

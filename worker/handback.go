@@ -38,6 +38,7 @@ func (w *Worker) handBack(ctx context.Context, j queue.Job) error {
 	switch {
 	case err == nil && next == 0:
 		w.metrics.handBacks.WithLabelValues(handBackFailed).Inc()
+		w.series.Ended(j.Tool, string(proto.StatusFailed), 0)
 		w.log.Warn("task failed: no live worker serves its tool", "task", j.Ref.ID, "tool", j.Tool)
 		w.deleteArguments(ctx, j.Ref.ID, "")
 		return nil

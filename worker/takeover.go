@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/internal/queue"
+	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate"
+	"github.com/mcpq/mcpq/taskstate/series"
 )
 
 // takeover runs the takeover scan every TakeoverInterval until ctx ends: a
@@ -43,6 +45,7 @@ func (w *Worker) takeover(ctx context.Context) {
 		}
 		w.metrics.takeovers.WithLabelValues(takeoverCancelled).Add(float64(stats.Cancelled))
 		w.metrics.takeovers.WithLabelValues(takeoverFailed).Add(float64(stats.Failed))
+		w.noteTakeoverEnds(stats.Cancelled, stats.Failed)
 		if stats.Cancelled > 0 || stats.Failed > 0 {
 			w.log.Info("takeover scan ended tasks", "cancelled", stats.Cancelled, "failedAfterLostDeliveries", stats.Failed)
 		}
@@ -81,8 +84,22 @@ func (w *Worker) rerun(ctx context.Context, taken []taskstate.TakenBack) error {
 			return err
 		}
 		w.metrics.takeovers.WithLabelValues(takeoverRerun).Inc()
+		w.series.Takeovers(series.TakeoverRerun, 1)
 		w.log.Warn("took a task back from a lost worker", "task", tb.Ref.ID, "tool", tb.Tool,
 			"lastHeartbeat", tb.Heartbeat, "lostDeliveries", tb.Lost, "job", queue.ID(tb.Ref, tb.Seq))
 	}
 	return nil
+}
+
+// noteTakeoverEnds counts the tasks a takeover scan ended in the series:
+// as takeover actions and as ends (the scan's stats name no tool).
+func (w *Worker) noteTakeoverEnds(cancelled, failed int) {
+	w.series.Takeovers(series.TakeoverCancelled, cancelled)
+	w.series.Takeovers(series.TakeoverFailed, failed)
+	for range cancelled {
+		w.series.Ended("", string(proto.StatusCancelled), 0)
+	}
+	for range failed {
+		w.series.Ended("", string(proto.StatusFailed), 0)
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpq/mcpq/taskstate/billing"
 	"github.com/mcpq/mcpq/taskstate/catalog"
 	"github.com/mcpq/mcpq/taskstate/events"
+	"github.com/mcpq/mcpq/taskstate/series"
 )
 
 // Config configures a Worker. Zero values take the documented defaults.
@@ -151,7 +152,10 @@ type Worker struct {
 	store   *taskstate.Store
 	log     *slog.Logger
 	metrics *metrics
-	tracer  trace.Tracer // nil: tracing off
+	// series counts claims, ends, takeovers and expiries for the operator
+	// view's numbers over time; Run flushes it.
+	series *series.Recorder
+	tracer trace.Tracer // nil: tracing off
 
 	mu      sync.Mutex
 	entries map[string]*entry // by catalog.Entry.Key
@@ -247,11 +251,14 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
 	cfg.Blobs.setDefaults(cfg.MaxTTL)
+	numbers := series.NewRecorder(cfg.Redis, cfg.Prefix, cfg.Clock)
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}), started: time.Now(),
-		jobs: map[string]map[int64]func(){},
-		enq:  queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL}),
+		jobs:   map[string]map[int64]func(){},
+		enq:    queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL}),
+		series: numbers,
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
 			Worker:  workerID(cfg.Name),
+			Series:  numbers,
 			Settled: billmetrics.New(cfg.Metrics).Settled})} // billing totals of the settlements its scripts return
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer("github.com/mcpq/mcpq/worker")
@@ -294,6 +301,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return errors.New("worker: nothing to serve")
 	}
+	// Deferred first, so it runs last: the final flush counts what the
+	// jobs handed back on the way out did.
+	sctx, stopSeries := context.WithCancel(context.WithoutCancel(ctx))
+	seriesDone := make(chan struct{})
+	go func() {
+		defer close(seriesDone)
+		w.series.Run(sctx, func(err error) { w.log.Warn("series: flush the operator view numbers", "err", err) })
+	}()
+	defer func() { stopSeries(); <-seriesDone }()
 	defer func() {
 		w.mu.Lock()
 		w.running = false
@@ -358,6 +374,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.log.Warn("reap expired tasks", "err", err)
 			} else if n > 0 {
 				w.metrics.expired.Add(float64(n))
+				w.series.Expired(n)
 				w.log.Info("reaped expired tasks", "count", n)
 			}
 		case <-rescue.C:
@@ -505,7 +522,11 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 	}
 	rec := claim.Record
 	if claim.Attempt == 1 && rec.Resumes == 0 && !rec.CreatedAt.IsZero() {
-		w.metrics.pickup.Observe(w.store.Now().Sub(rec.CreatedAt).Seconds())
+		waited := w.store.Now().Sub(rec.CreatedAt)
+		w.metrics.pickup.Observe(waited.Seconds())
+		w.series.Claimed(max(waited, time.Nanosecond))
+	} else {
+		w.series.Claimed(0)
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("mcpq.task_id", ref.ID), attribute.String("mcpq.tool", rec.Tool),
@@ -593,6 +614,11 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 			seen = time.Unix(0, ns)
 		}
 		w.metrics.finished(rec.Tool, status, rec.CreatedAt, w.store.Now(), seen, time.Now())
+		took := time.Duration(0)
+		if !rec.CreatedAt.IsZero() {
+			took = max(w.store.Now().Sub(rec.CreatedAt), time.Nanosecond)
+		}
+		w.series.Ended(rec.Tool, string(status), took)
 		if span.IsRecording() {
 			span.SetAttributes(attribute.String("mcpq.status", string(status)))
 		}

@@ -131,7 +131,7 @@ function shown(t) {
   return (!st || t.status === st) && (!tool || t.tool === tool) && (!id || t.taskId === id);
 }
 
-const PROGRESS = /(\d+(?:\.\d+)?)\s*(?:of|\/)\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%/;
+const PROGRESS = /(\d+(?:\.\d+)?)[a-zA-Z]{0,3}\s*(?:of|\/)\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*%/;
 
 // progressOf mirrors the front end's reading of a status message
 // (frontend/console.go) so live updates move the bar too.
@@ -169,17 +169,57 @@ function elapsed(t) {
 // gets 403 and the view stays hidden.
 async function refreshOps() {
   try {
-    const [q, w, c] = await Promise.all(["/v1/ops/queues", "/v1/ops/workers", "/v1/ops/catalog"].map(getJSON));
-    if (q.status !== 200 || w.status !== 200 || c.status !== 200) { $("ops").hidden = true; return; }
+    const paths = ["/v1/ops/queues", "/v1/ops/workers", "/v1/ops/catalog", "/v1/ops/series?minutes=60"];
+    const [q, w, c, s] = await Promise.all(paths.map(getJSON));
+    if ([q, w, c, s].some((r) => r.status !== 200)) { $("ops").hidden = true; return; }
     $("ops").hidden = false;
     fill("ops-queues", q.body.queues, (x) => [x.queue, x.pending, x.active, x.scheduled, duration(x.oldestMs)]);
     fill("ops-workers", w.body.workers, (x) => [x.name, (x.queues || []).join(", "), x.busy + " / " + x.slots,
       (x.tools || []).join(", "), new Date(x.heartbeat).toLocaleTimeString()]);
     fill("ops-catalog", c.body.catalog, (x) => [x.title ? x.key + " (" + x.title + ")" : x.key, x.queue,
       x.workers.length ? x.workers.join(", ") : "none"]);
+    renderSeries(s.body);
   } catch (err) {
     $("ops").hidden = true;
   }
+}
+
+let lastSeries = null; // the latest /v1/ops/series, redrawn when the tool choice changes
+
+// toolChoice keeps the tasks chart's tool list in step with the series
+// and returns the chosen tool's series (null: all tools).
+function toolChoice(byTool) {
+  const sel = $("chart-tool");
+  const tools = Object.keys(byTool).filter((name) => name !== "").sort();
+  const have = [...sel.options].slice(1).map((o) => o.value);
+  if (have.join("\n") !== tools.join("\n")) {
+    const keep = sel.value;
+    sel.replaceChildren(sel.options[0], ...tools.map((name) => { const o = document.createElement("option"); o.value = o.textContent = name; return o; }));
+    sel.value = tools.includes(keep) ? keep : "";
+  }
+  return sel.value ? byTool[sel.value] : null;
+}
+
+// renderSeries draws the operator view's charts and billing from
+// GET /v1/ops/series.
+function renderSeries(v) {
+  lastSeries = v;
+  const r = v.rates;
+  $("ops-rates").textContent = "in " + r.createdPerSec.toFixed(2) + " tasks/s · out " + r.claimedPerSec.toFixed(2) +
+    " jobs/s · ended " + r.endedPerSec.toFixed(2) + " tasks/s (last 60 s)";
+  const chart = (id, title, lines, unit) => lineChart($(id), { from: v.from, stepMs: v.stepMs, title, lines }, unit);
+  const S = v.series;
+  const T = toolChoice(v.byTool) || S;
+  const tool = $("chart-tool").value;
+  chart("chart-tasks", "Tasks per minute" + (tool ? " of " + tool : ""), [{ name: "created", values: T.created }, { name: "completed", values: T.completed },
+    { name: "failed", values: T.failed }, { name: "cancelled", values: T.cancelled }]);
+  chart("chart-depth", "Queue depth", Object.keys(v.depth).sort().map((q) => ({ name: q, values: v.depth[q] })));
+  const L = v.latency;
+  chart("chart-latency", "Pickup and duration", [{ name: "pickup p50", values: L.pickupP50Ms }, { name: "pickup p99", values: L.pickupP99Ms },
+    { name: "duration p50", values: L.durationP50Ms }, { name: "duration p99", values: L.durationP99Ms }], " ms");
+  chart("chart-trouble", "Takeovers, cancels, refusals", [{ name: "takeovers", values: S.takeovers },
+    { name: "cancel requests", values: S.cancelRequests }, { name: "refusals", values: S.refusals }]);
+  fill("ops-billing", v.billing, (x) => [x.tool, x.reserved, x.charged, x.released, x.refused]);
 }
 
 function fill(id, rows, cells) {
@@ -388,33 +428,100 @@ function renderResult(t) {
   }
   if (!t.result) return;
   for (const block of t.result.content || []) {
-    if (block.type === "text") {
-      const pre = document.createElement("pre");
-      pre.textContent = block.text;
-      out.append(pre);
-    } else if (block.type === "image") {
-      const img = document.createElement("img");
-      img.alt = "result image";
-      img.src = "data:" + block.mimeType + ";base64," + block.data;
-      out.append(img);
-    } else if (block.type === "audio") {
-      const audio = document.createElement("audio");
-      audio.controls = true;
-      audio.src = "data:" + block.mimeType + ";base64," + block.data;
-      out.append(audio);
-    } else if (block.type === "resource_link") {
-      const p = document.createElement("p");
-      p.textContent = "Stored object: " + (block.name || "") + " " + block.uri + (block.mimeType ? " (" + block.mimeType + ")" : "");
-      out.append(p);
-    }
+    const el = renderBlock(block);
+    if (el) out.append(el);
   }
-  if (t.result.structuredContent) {
-    const pre = document.createElement("pre");
-    pre.className = "json";
-    pre.textContent = JSON.stringify(t.result.structuredContent, null, 2);
-    out.append(pre);
-  }
+  if (t.result.structuredContent) out.append(jsonBlock(t.result.structuredContent));
   if (t.result.isError) out.classList.add("error"); else out.classList.remove("error");
+}
+
+// renderBlock shows one content block as what it is: text (JSON
+// pretty-printed), an image, audio or video with a player, an embedded
+// resource, or a link to a stored object that loads it through
+// resources/read (mcpq's own API) into the page.
+function renderBlock(block) {
+  switch (block.type) {
+    case "text": return textBlock(block.text, "");
+    case "image": case "audio": return media(block.mimeType, "data:" + block.mimeType + ";base64," + block.data);
+    case "resource": {
+      const r = block.resource || {};
+      if (r.blob !== undefined) return media(r.mimeType || "application/octet-stream", "data:" + (r.mimeType || "application/octet-stream") + ";base64," + r.blob, r.uri);
+      return textBlock(r.text || "", r.mimeType || "");
+    }
+    case "resource_link": return storedLink(block);
+  }
+  return null;
+}
+
+function textBlock(text, mimeType) {
+  if (mimeType === "application/json" || /^\s*[{[]/.test(text)) {
+    try { return jsonBlock(JSON.parse(text)); } catch (_) { /* not JSON: as text */ }
+  }
+  const pre = document.createElement("pre");
+  pre.textContent = text;
+  return pre;
+}
+
+function jsonBlock(value) {
+  const pre = document.createElement("pre");
+  pre.className = "json";
+  pre.textContent = JSON.stringify(value, null, 2);
+  return pre;
+}
+
+// media is an image, audio or video element (by mimeType) playing src, or
+// a download link for any other type.
+function media(mimeType, src, name) {
+  const kind = (mimeType || "").split("/")[0];
+  if (kind === "image") {
+    const img = document.createElement("img");
+    img.alt = "result image";
+    img.src = src;
+    return img;
+  }
+  if (kind === "audio" || kind === "video") {
+    const el = document.createElement(kind);
+    el.controls = true;
+    el.preload = "metadata";
+    el.src = src;
+    el.dataset.mimeType = mimeType;
+    return el;
+  }
+  const a = document.createElement("a");
+  a.href = src;
+  a.download = (name || "result").split("/").pop();
+  a.textContent = "Download " + a.download + " (" + mimeType + ")";
+  return a;
+}
+
+// storedLink is a resource_link: its name, type and size, and a button
+// that reads it with resources/read and shows it in place.
+function storedLink(block) {
+  const box = document.createElement("div");
+  box.className = "stored";
+  const p = document.createElement("p");
+  const size = block.size !== undefined ? ", " + block.size + " bytes" : "";
+  p.textContent = "Stored object: " + (block.name || "") + " " + block.uri + (block.mimeType ? " (" + block.mimeType + size + ")" : "");
+  const btn = document.createElement("button");
+  btn.type = "button";
+  btn.textContent = /^(video|audio|image)\//.test(block.mimeType || "") ? "Show" : "Open";
+  btn.addEventListener("click", async () => {
+    try {
+      const res = await rpc("resources/read", block.uri, { uri: block.uri });
+      const c = (res.contents || [])[0] || {};
+      const type = c.mimeType || block.mimeType || "application/octet-stream";
+      if (c.blob === undefined) { box.append(textBlock(c.text || "", type)); }
+      else {
+        const bytes = Uint8Array.from(atob(c.blob), (ch) => ch.charCodeAt(0));
+        box.append(media(type, URL.createObjectURL(new Blob([bytes], { type })), block.name || block.uri));
+      }
+      btn.remove();
+    } catch (err) {
+      showError(err);
+    }
+  });
+  box.append(p, btn);
+  return box;
 }
 
 // renderInput builds one form per elicitation request from its
@@ -516,6 +623,7 @@ $("d-copy").addEventListener("click", () => {
 });
 $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); tasks.clear(); refresh(); });
 $("more").addEventListener("click", () => refresh(true));
+$("chart-tool").addEventListener("change", () => { if (lastSeries) renderSeries(lastSeries); });
 // Elapsed times count on, in place (a rebuilt row would lose the keyboard focus).
 setInterval(() => {
   for (const tr of $("tasks").tBodies[0].rows) {
