@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpq/mcpq/frontend"
+	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
+)
+
+// TestTranscodeTakeoverAfterSIGKILL: transcode_video of a 20 s 640x360
+// clip in 2 s segments runs on worker A, the only worker, until its
+// checkpoint lists a finished segment; then A's node is lost (its
+// program frozen, A and the program SIGKILLed). Worker B takes the task
+// over (--lost-after 2s) and finishes it: every segment the checkpoint
+// listed was encoded once only (the tool's encode log counts them), the
+// others once more at most (the one in flight), and the result's video
+// plays back with the clip's duration, the asked height and codec.
+func TestTranscodeTakeoverAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	needMedia(t, "ffmpeg", "ffprobe")
+	b := redistest.Real(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "clip.mp4")
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=640x360:rate=25:duration=20",
+		"-c:v", "libx264", "-preset", "ultrafast", clip).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip: %v\n%s", err, out)
+	}
+	audit := filepath.Join(dir, "encoded.log")
+	// A slow x264 preset keeps the encode going well past the first
+	// segment, so the kill finds it mid-way (the test checks it did).
+	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s",
+		"MEDIA_SCRATCH=" + filepath.Join(dir, "scratch"), "MEDIA_SEGMENT_SECONDS=2", "MEDIA_X264_PRESET=slow",
+		"MEDIA_AUDIT_LOG=" + audit, "MCPQ_BLOB_URL=file://" + filepath.Join(dir, "blobs")}
+	tools := []string{"worker", "--tools", "../examples/media/tools.yaml"}
+	doomed := start(t, "worker A", env, nil, tools...)
+	url := startFrontend(t, env)
+	waitCatalog(t, url, "transcode_video")
+	ctx := longWait(t)
+	c := taskClient(url)
+	id := createTask(t, ctx, c, "transcode_video", map[string]any{"input": clip, "height": 240, "thumbnails": 1}).TaskID
+	waitCheckpoint(t, ctx, b, id)
+	loseWorker(t, doomed, id)
+	var cp struct{ Segments []int }
+	if err := json.Unmarshal(checkpointOf(t, b, id), &cp); err != nil || len(cp.Segments) == 0 || len(cp.Segments) >= 10 {
+		t.Fatalf("checkpoint left by worker A: %+v (%v), want some of the 10 segments", cp, err)
+	}
+
+	start(t, "worker B", env, nil, tools...)
+	r := toolResult(t, waitTask(t, ctx, c, id, "completed", hasStatus(proto.StatusCompleted)))
+	encodes := encodeCounts(t, audit, id)
+	t.Logf("checkpoint at the kill: segments %v; encodes per segment: %v", cp.Segments, encodes)
+	for _, s := range cp.Segments {
+		if encodes[s] != 1 {
+			t.Errorf("segment %d, finished before the kill, encoded %d times (log %v)", s, encodes[s], encodes)
+		}
+	}
+	again := 0
+	for s := range 10 {
+		if encodes[s] == 0 || encodes[s] > 2 {
+			t.Errorf("segment %d encoded %d times (log %v)", s, encodes[s], encodes)
+		}
+		again += encodes[s] - 1
+	}
+	if again > 1 || len(encodes) != 10 {
+		t.Errorf("%d segments encoded twice, log %v: want at most the one in flight at the kill", again, encodes)
+	}
+	probe := probeLinkedVideo(t, ctx, c, r, dir)
+	var dur float64
+	_, after, _ := strings.Cut(probe, "duration=")
+	fmt.Sscanf(after, "%g", &dur)
+	if !strings.Contains(probe, "codec_name=h264") || !strings.Contains(probe, "height=240") || dur < 19.5 || dur > 20.5 {
+		t.Fatalf("ffprobe of the result: %s, want 20 s of h264 at 240p", probe)
+	}
+	if left := taskProcs(id); len(left) > 0 {
+		t.Errorf("processes of the task still running after it completed: %v", left)
+	}
+}
+
+// longWait bounds the waits of a test that encodes or recognises for
+// real on a loaded machine: a failure bound, not a speed check.
+func longWait(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// taskRef is the Redis reference of an anonymous caller's task id.
+func taskRef(b *redistest.Backend, id string) string {
+	ref := taskstate.Ref{Owner: taskstate.OwnerTag(frontend.AnonymousPrincipal), ID: id}
+	return taskstate.Keys{Prefix: b.Prefix}.Task(ref)
+}
+
+// checkpointOf is the task's saved checkpoint ("" when none).
+func checkpointOf(t *testing.T, b *redistest.Backend, id string) json.RawMessage {
+	t.Helper()
+	v, err := b.Client.HGet(context.Background(), taskRef(b, id), "checkpoint").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	return json.RawMessage(v)
+}
+
+// waitCheckpoint waits until the task has saved a checkpoint.
+func waitCheckpoint(t *testing.T, ctx context.Context, b *redistest.Backend, id string) {
+	t.Helper()
+	for len(checkpointOf(t, b, id)) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("task %s saved no checkpoint: %v", id, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// loseWorker loses p's node while it runs task id: the task's programs
+// (the processes whose environment names the task) are frozen, so none
+// gets further, then p and they are SIGKILLed, as when a machine dies.
+func loseWorker(t *testing.T, p *proc, id string) {
+	t.Helper()
+	pids := taskProcs(id)
+	if len(pids) == 0 {
+		t.Fatalf("no process of task %s runs", id)
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	p.kill(t)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// taskProcs lists the live processes whose environment holds
+// MCPQ_TASK_ID=id: a command tool's program and what it started.
+func taskProcs(id string) []int {
+	marker := []byte("\x00MCPQ_TASK_ID=" + id + "\x00")
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	var pids []int
+	for _, p := range envs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(append([]byte{0}, b...), marker) || procGroup(filepath.Dir(p)) == 0 {
+			continue
+		}
+		var pid int
+		fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// encodeCounts reads an example's audit log ("<task> <part>" a line):
+// how many times each part of task id was done.
+func encodeCounts(t *testing.T, path, id string) map[int]int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[int]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var task string
+		var part int
+		if _, err := fmt.Sscanf(line, "%s %d", &task, &part); err == nil && task == id {
+			n[part]++
+		}
+	}
+	return n
+}
