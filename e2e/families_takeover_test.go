@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -35,17 +34,9 @@ func TestTranscodeTakeoverAfterSIGKILL(t *testing.T) {
 	needMedia(t, "ffmpeg", "ffprobe")
 	b := redistest.Real(t)
 	dir := t.TempDir()
-	clip := filepath.Join(dir, "clip.mp4")
-	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=640x360:rate=25:duration=20",
-		"-c:v", "libx264", "-preset", "ultrafast", clip).CombinedOutput(); err != nil {
-		t.Fatalf("make the clip: %v\n%s", err, out)
-	}
+	clip := makeClip(t, filepath.Join(dir, "clip.mp4"), "640x360", 20)
 	audit := filepath.Join(dir, "encoded.log")
-	// A slow x264 preset keeps the encode going well past the first
-	// segment, so the kill finds it mid-way (the test checks it did).
-	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s",
-		"MEDIA_SCRATCH=" + filepath.Join(dir, "scratch"), "MEDIA_SEGMENT_SECONDS=2", "MEDIA_X264_PRESET=slow",
-		"MEDIA_AUDIT_LOG=" + audit, "MCPQ_BLOB_URL=file://" + filepath.Join(dir, "blobs")}
+	env := mediaEnv(b, dir, audit)
 	tools := []string{"worker", "--tools", "../examples/media/tools.yaml"}
 	doomed := start(t, "worker A", env, nil, tools...)
 	url := startFrontend(t, env)
@@ -53,7 +44,7 @@ func TestTranscodeTakeoverAfterSIGKILL(t *testing.T) {
 	ctx := longWait(t)
 	c := taskClient(url)
 	id := createTask(t, ctx, c, "transcode_video", map[string]any{"input": clip, "height": 240, "thumbnails": 1}).TaskID
-	waitCheckpoint(t, ctx, b, id)
+	waitCheckpoint(t, ctx, b, id, anyCheckpoint)
 	loseWorker(t, doomed, id)
 	var cp struct{ Segments []int }
 	if err := json.Unmarshal(checkpointOf(t, b, id), &cp); err != nil || len(cp.Segments) == 0 || len(cp.Segments) >= 10 {
@@ -91,6 +82,96 @@ func TestTranscodeTakeoverAfterSIGKILL(t *testing.T) {
 	}
 }
 
+// TestTranscodeCancelledAtHalf: a cancel of transcode_video once half of
+// the 20 s clip's 10 segments are checkpointed, through a front end and
+// a worker process, ends the task cancelled; then no process of the task
+// runs (neither the tool nor ffmpeg), its scratch folder (segments, the
+// partial one) is gone, the worker's run folder under its TMPDIR too, and
+// nothing reached the object store.
+func TestTranscodeCancelledAtHalf(t *testing.T) {
+	t.Parallel()
+	needMedia(t, "ffmpeg", "ffprobe")
+	b := redistest.Real(t)
+	dir := t.TempDir()
+	clip := makeClip(t, filepath.Join(dir, "clip.mp4"), "640x360", 20)
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := mediaEnv(b, dir, filepath.Join(dir, "encoded.log"))
+	start(t, "worker", append(env, "TMPDIR="+tmp), nil, "worker", "--tools", "../examples/media/tools.yaml")
+	url := startFrontend(t, env)
+	waitCatalog(t, url, "transcode_video")
+	ctx := longWait(t)
+	c := taskClient(url)
+	id := createTask(t, ctx, c, "transcode_video", map[string]any{"input": clip, "height": 240}).TaskID
+	waitCheckpoint(t, ctx, b, id, func(cp json.RawMessage) bool {
+		var v struct{ Segments []int }
+		return json.Unmarshal(cp, &v) == nil && len(v.Segments) >= 5
+	})
+	t.Logf("processes of the task at the cancel: %v", procNames(taskProcs(id)))
+	if _, err := c.CancelTask(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if g := waitTask(t, ctx, c, id, "cancelled", func(g *proto.GetTaskResult) bool { return g.Status.Terminal() }); g.Status != proto.StatusCancelled {
+		t.Fatalf("task ended %s", g.Status)
+	}
+	// The worker writes "cancelled" once the program is stopped (SIGTERM
+	// to its group, then SIGKILL to what is left of it) and the task's
+	// folders are removed (worker/command/run.go): the folders must be
+	// gone now; processes already SIGKILLed may take a moment to end.
+	if scratch := filepath.Join(dir, "scratch", id); exists(scratch) || len(entries(tmp)) > 0 {
+		t.Errorf("after the cancel: scratch folder %s left %v (%v), run folders %v", scratch, exists(scratch), entries(scratch), entries(tmp))
+	}
+	for len(taskProcs(id)) > 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("after the cancel: processes %v", procNames(taskProcs(id)))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if blobs := entries(filepath.Join(dir, "blobs")); len(blobs) > 0 {
+		t.Errorf("object store after the cancel: %v, want nothing", blobs)
+	}
+}
+
+// exists says whether path names a file or folder.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// entries lists the names in folder dir (none when it does not exist).
+func entries(dir string) []string {
+	es, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// procNames are the command names of pids (from /proc/PID/comm).
+func procNames(pids []int) []string {
+	var names []string
+	for _, pid := range pids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		names = append(names, fmt.Sprintf("%d:%s", pid, strings.TrimSpace(string(b))))
+	}
+	return names
+}
+
+// mediaEnv is the environment of a test cluster serving transcode_video
+// in 2 s segments (scratch and object store under dir, the encode log at
+// audit) whose lost workers' tasks are taken over after 2 s. A slow x264
+// preset keeps a 20 s clip encoding well past its first segment, so a
+// kill or a cancel finds it mid-way (the tests check it did).
+func mediaEnv(b *redistest.Backend, dir, audit string) []string {
+	return []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s",
+		"MEDIA_SCRATCH=" + filepath.Join(dir, "scratch"), "MEDIA_SEGMENT_SECONDS=2", "MEDIA_X264_PRESET=slow",
+		"MEDIA_AUDIT_LOG=" + audit, "MCPQ_BLOB_URL=file://" + filepath.Join(dir, "blobs")}
+}
+
 // longWait bounds the waits of a test that encodes or recognises for
 // real on a loaded machine: a failure bound, not a speed check.
 func longWait(t *testing.T) context.Context {
@@ -115,17 +196,24 @@ func checkpointOf(t *testing.T, b *redistest.Backend, id string) json.RawMessage
 	return json.RawMessage(v)
 }
 
-// waitCheckpoint waits until the task has saved a checkpoint.
-func waitCheckpoint(t *testing.T, ctx context.Context, b *redistest.Backend, id string) {
+// waitCheckpoint waits until the task has saved a checkpoint that ok
+// accepts, and returns it.
+func waitCheckpoint(t *testing.T, ctx context.Context, b *redistest.Backend, id string, ok func(json.RawMessage) bool) json.RawMessage {
 	t.Helper()
-	for len(checkpointOf(t, b, id)) == 0 {
+	for {
+		if cp := checkpointOf(t, b, id); len(cp) > 0 && ok(cp) {
+			return cp
+		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("task %s saved no checkpoint: %v", id, ctx.Err())
+			t.Fatalf("task %s saved no such checkpoint: %v (last %s)", id, ctx.Err(), checkpointOf(t, b, id))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
+
+// anyCheckpoint accepts every checkpoint.
+func anyCheckpoint(json.RawMessage) bool { return true }
 
 // loseWorker loses p's node while it runs task id: the task's programs
 // (the processes whose environment names the task) are frozen, so none

@@ -62,16 +62,24 @@ func TestToolFamiliesOnOneWorker(t *testing.T) {
 // reads.
 func transcodeToLinks(t *testing.T, ctx context.Context, c *client.Client, dir string) {
 	t.Helper()
-	clip := filepath.Join(dir, "clip.mp4")
-	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25:duration=2",
-		"-c:v", "libx264", "-preset", "ultrafast", clip).CombinedOutput(); err != nil {
-		t.Fatalf("make the clip: %v\n%s", err, out)
-	}
+	clip := makeClip(t, filepath.Join(dir, "clip.mp4"), "320x180", 2)
 	task := createTask(t, ctx, c, "transcode_video", map[string]any{"input": clip, "height": 90, "thumbnails": 1})
 	r := toolResult(t, waitTask(t, ctx, c, task.TaskID, "completed", hasStatus(proto.StatusCompleted)))
 	if probe := probeLinkedVideo(t, ctx, c, r, dir); !strings.Contains(probe, "height=90") {
 		t.Fatalf("ffprobe of the read video: %s", probe)
 	}
+}
+
+// makeClip writes a clip of ffmpeg's test source, of size (WxH) and secs
+// seconds at 25 frames a second, to path and returns path.
+func makeClip(t *testing.T, path, size string, secs int) string {
+	t.Helper()
+	src := fmt.Sprintf("testsrc=size=%s:rate=25:duration=%d", size, secs)
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", src,
+		"-c:v", "libx264", "-preset", "ultrafast", path).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip: %v\n%s", err, out)
+	}
+	return path
 }
 
 // probeLinkedVideo requires transcode_video's result r to hold the video
