@@ -62,13 +62,32 @@ func TestToolFamiliesOnOneWorker(t *testing.T) {
 // reads.
 func transcodeToLinks(t *testing.T, ctx context.Context, c *client.Client, dir string) {
 	t.Helper()
-	clip := filepath.Join(dir, "clip.mp4")
-	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25:duration=2",
-		"-c:v", "libx264", "-preset", "ultrafast", clip).CombinedOutput(); err != nil {
-		t.Fatalf("make the clip: %v\n%s", err, out)
-	}
+	clip := makeClip(t, filepath.Join(dir, "clip.mp4"), "320x180", 2)
 	task := createTask(t, ctx, c, "transcode_video", map[string]any{"input": clip, "height": 90, "thumbnails": 1})
 	r := toolResult(t, waitTask(t, ctx, c, task.TaskID, "completed", hasStatus(proto.StatusCompleted)))
+	if probe := probeLinkedVideo(t, ctx, c, r, dir); !strings.Contains(probe, "height=90") {
+		t.Fatalf("ffprobe of the read video: %s", probe)
+	}
+}
+
+// makeClip writes a clip of ffmpeg's test source, of size (WxH) and secs
+// seconds at 25 frames a second, to path and returns path.
+func makeClip(t *testing.T, path, size string, secs int) string {
+	t.Helper()
+	src := fmt.Sprintf("testsrc=size=%s:rate=25:duration=%d", size, secs)
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", src,
+		"-c:v", "libx264", "-preset", "ultrafast", path).CombinedOutput(); err != nil {
+		t.Fatalf("make the clip: %v\n%s", err, out)
+	}
+	return path
+}
+
+// probeLinkedVideo requires transcode_video's result r to hold the video
+// and a thumbnail as resource_links, reads the video with resources/read
+// and returns what ffprobe says of it (codec_name, height and duration
+// lines).
+func probeLinkedVideo(t *testing.T, ctx context.Context, c *client.Client, r *proto.CallToolResult, dir string) string {
+	t.Helper()
 	links := map[string]proto.Content{}
 	for _, b := range r.Content {
 		if b.Type == "resource_link" {
@@ -88,10 +107,12 @@ func transcodeToLinks(t *testing.T, ctx context.Context, c *client.Client, dir s
 	if err != nil || os.WriteFile(p, b, 0o600) != nil {
 		t.Fatalf("decode the video: %v", err)
 	}
-	if out, err := exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=height", "-of", "default=nw=1", p).Output(); err != nil ||
-		!strings.Contains(string(out), "height=90") {
+	out, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+		"stream=codec_name,height:format=duration", "-of", "default=nw=1", p).Output()
+	if err != nil {
 		t.Fatalf("ffprobe of the read video: %s (%v)", out, err)
 	}
+	return string(out)
 }
 
 // renderPage draws text on a white page image at path (ffmpeg's drawtext
