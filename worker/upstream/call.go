@@ -55,6 +55,7 @@ func (s *Server) call(ctx context.Context, c *worker.Call, name string, timeout 
 	}
 	prog := newProgress(c)
 	defer sess.onProgress(c.TaskID, prog.set)()
+	defer sess.onRequest(relay(ctx, c))()
 	pctx, stopProg := context.WithCancel(ctx)
 	defer stopProg()
 	progDone := make(chan struct{})

@@ -152,3 +152,63 @@ func TestEverythingServerOverStreamableHTTP(t *testing.T) {
 		t.Errorf("long-running: %+v", r)
 	}
 }
+
+// TestEverythingServerInputRelay: the upstream's elicitation/create and
+// sampling/createMessage during a call surface as the task's
+// input_required with the upstream's request inside; the answer goes back
+// on the same upstream session, and the tool's result shows it.
+func TestEverythingServerInputRelay(t *testing.T) {
+	spec := everything(t)
+	spec.Tools = []string{"trigger-elicitation-request", "trigger-sampling-request"}
+	_, reg, env := serve(t, spec)
+	if len(reg.list()) != 2 {
+		t.Fatalf("served %d tools, want the 2 the upstream registers for a client with elicitation and sampling", len(reg.list()))
+	}
+	t.Run("elicitation", func(t *testing.T) {
+		run := env.Call(t, "trigger-elicitation-request", map[string]any{})
+		key, req := only(t, run.Input(t))
+		if req.Method != proto.MethodElicit || !strings.Contains(string(mustJSON(req.Params)), "Your full, legal name") {
+			t.Fatalf("input request %s: %s %s", key, req.Method, string(mustJSON(req.Params)))
+		}
+		run.Accept(t, key, map[string]any{"name": "Ada Lovelace", "check": true})
+		res := run.Result(t)
+		if text := string(mustJSON(res.Content)); !strings.Contains(text, "Name: Ada Lovelace") || !strings.Contains(text, "Agreed to terms: true") {
+			t.Errorf("the upstream's result does not show the answer: %s", text)
+		}
+		if d := run.Deliveries(); len(d) != 1 {
+			t.Errorf("deliveries %v: the call must stay open in one delivery", d)
+		}
+	})
+	t.Run("sampling", func(t *testing.T) {
+		run := env.Call(t, "trigger-sampling-request", map[string]any{"prompt": "two words", "maxTokens": 20})
+		key, req := only(t, run.Input(t))
+		if req.Method != proto.MethodCreateMessage || !strings.Contains(string(mustJSON(req.Params)), "two words") {
+			t.Fatalf("input request %s: %s %s", key, req.Method, string(mustJSON(req.Params)))
+		}
+		run.Answer(t, map[string]any{key: map[string]any{"role": "assistant", "model": "test-model",
+			"content": map[string]any{"type": "text", "text": "sampled reply"}}})
+		if text := string(mustJSON(run.Result(t).Content)); !strings.Contains(text, "sampled reply") || !strings.Contains(text, "test-model") {
+			t.Errorf("the upstream's result does not show the sample: %s", text)
+		}
+	})
+	t.Run("cancel while the upstream waits", func(t *testing.T) {
+		run := env.Call(t, "trigger-elicitation-request", map[string]any{})
+		run.Input(t)
+		run.Cancel(t)
+		if st := run.End(t); st.Status != proto.StatusCancelled {
+			t.Fatalf("ended %s (%s)", st.Status, st.StatusMessage)
+		}
+	})
+}
+
+// only is the one input request of reqs.
+func only(t *testing.T, reqs map[string]proto.InputRequest) (string, proto.InputRequest) {
+	t.Helper()
+	if len(reqs) != 1 {
+		t.Fatalf("input requests %v, want one", reqs)
+	}
+	for k, r := range reqs {
+		return k, r
+	}
+	panic("unreachable")
+}
