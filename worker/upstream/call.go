@@ -13,37 +13,46 @@ import (
 	"github.com/mcpq/mcpq/worker"
 )
 
-// mark is the checkpoint a plain upstream call leaves before it starts,
-// so a delivery after a lost worker knows the upstream may have run it.
+// mark is the checkpoint an upstream call leaves before it starts, so a
+// delivery after a lost worker knows the upstream may have run it; and,
+// once the upstream answered with a task of its own, that task's id, so
+// the delivery follows it instead (follow.go).
 type mark struct {
-	Called bool `json:"upstreamCalled"`
+	Called bool   `json:"upstreamCalled"`
+	Task   string `json:"upstreamTask,omitempty"`
 }
 
-// handler calls the upstream tool name. rerun says whether a call whose
+// handler calls the upstream tool u. rerun says whether a call whose
 // worker was lost may be run again (docs/tools.md, "Upstream MCP servers").
-func (s *Server) handler(name string, rerun bool, timeout time.Duration) worker.Handler {
+func (s *Server) handler(u upstreamTool, rerun bool, timeout time.Duration) worker.Handler {
 	return func(ctx context.Context, c *worker.Call) (*proto.CallToolResult, error) {
 		var m mark
-		if ok, _ := c.LoadCheckpoint(&m); ok && m.Called && !rerun {
+		if ok, _ := c.LoadCheckpoint(&m); ok && m.Called && m.Task == "" && !rerun {
 			return nil, proto.NewError(proto.CodeInternalError,
 				"the worker calling upstream tool %s of %s was lost during the call; it is not run again because the upstream does not declare it idempotentHint or readOnlyHint and the configuration does not say rerun: true",
-				name, s.spec.Name)
+				u.Name, s.spec.Name)
 		}
-		if err := c.SaveCheckpoint(ctx, mark{Called: true}); err != nil {
-			return nil, err
+		if m.Task == "" {
+			if err := c.SaveCheckpoint(ctx, mark{Called: true}); err != nil {
+				return nil, err
+			}
 		}
 		var res *proto.CallToolResult
 		err := c.Step(ctx, func(ctx context.Context) error {
 			var err error
-			res, err = s.call(ctx, c, name, timeout)
+			res, err = s.call(ctx, c, u, timeout, m.Task)
 			return err
 		})
+		if errors.Is(err, worker.ErrCancelled) {
+			s.cancelTask(c)
+		}
 		return res, err
 	}
 }
 
-// call runs one tools/call on a pool slot.
-func (s *Server) call(ctx context.Context, c *worker.Call, name string, timeout time.Duration) (*proto.CallToolResult, error) {
+// call runs one tools/call of u on a pool slot, or follows the upstream
+// task it made (taskID, from the checkpoint).
+func (s *Server) call(ctx context.Context, c *worker.Call, u upstreamTool, timeout time.Duration, taskID string) (*proto.CallToolResult, error) {
 	sl, err := s.pool.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -69,27 +78,51 @@ func (s *Server) call(ctx context.Context, c *worker.Call, name string, timeout 
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	args := c.Arguments
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
+	var res *proto.CallToolResult
+	if taskID != "" {
+		res, err = s.follow(cctx, c, sess, taskID, minPoll)
+	} else {
+		res, err = s.callTool(ctx, cctx, c, sl, sess, u, timeout)
 	}
-	var id json.RawMessage
-	raw, err := sess.request(cctx, proto.MethodToolsCall, map[string]any{"name": name, "arguments": args},
-		map[string]any{proto.MetaProgressToken: c.TaskID}, &id)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// An upstream task past the timeout (a plain call's is callError's).
+		s.cancelOn(ctx, sess, c)
+		return nil, fmt.Errorf("upstream %s: tool %s did not end within %s", s.spec.Name, u.Name, timeout)
+	}
 	if err != nil {
-		return nil, s.callError(ctx, cctx, sl, sess, id, name, timeout, err)
-	}
-	var res proto.CallToolResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("upstream %s: tool %s answered a result that does not decode: %v", s.spec.Name, name, err)
-	}
-	if res.Content == nil {
-		res.Content = []proto.Content{}
+		return nil, err
 	}
 	stopProg()
 	<-progDone
 	prog.flush(ctx) // the last progress, before the result
-	return &res, nil
+	return res, nil
+}
+
+// callTool sends the tools/call; an answer that is an upstream task is
+// kept in the checkpoint and followed.
+func (s *Server) callTool(ctx, cctx context.Context, c *worker.Call, sl *slot, sess *session, u upstreamTool,
+	timeout time.Duration) (*proto.CallToolResult, error) {
+	args := c.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	params := map[string]any{"name": u.Name, "arguments": args}
+	if u.taskable() && sess.version == VersionLegacy {
+		params["task"] = map[string]any{}
+	}
+	var id json.RawMessage
+	raw, err := sess.request(cctx, proto.MethodToolsCall, params, map[string]any{proto.MetaProgressToken: c.TaskID}, &id)
+	if err != nil {
+		return nil, s.callError(ctx, cctx, sl, sess, id, u.Name, timeout, err)
+	}
+	t, ok := taskOf(raw)
+	if !ok {
+		return s.decodeResult("tool "+u.Name, raw)
+	}
+	if err := c.SaveCheckpoint(ctx, mark{Called: true, Task: t.TaskID}); err != nil {
+		return nil, err
+	}
+	return s.follow(cctx, c, sess, t.TaskID, t.poll())
 }
 
 // callError turns a failed request into the handler's error: a cancel or

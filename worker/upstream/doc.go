@@ -17,5 +17,7 @@
 // The upstream's elicitation, sampling and roots requests during a call
 // become the task's input requests (relay.go): the call stays open on its
 // session, and the worker's slot held, until the client answered
-// (worker.Call.HoldInput).
+// (worker.Call.HoldInput). An upstream that answers a call with a task
+// of its own has it followed (follow.go), its id in the mcpq task's
+// checkpoint so a takeover follows the same upstream task.
 package upstream

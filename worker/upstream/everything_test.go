@@ -212,3 +212,39 @@ func only(t *testing.T, reqs map[string]proto.InputRequest) (string, proto.Input
 	}
 	panic("unreachable")
 }
+
+// TestEverythingServerOwnTask: simulate-research-query is the upstream's
+// own 2025-11-25 task (taskSupport required): mcpq asks for it as a task,
+// follows it (its statusMessage into the mcpq task's, the elicitation it
+// queues for the task relayed to the client through tasks/result) and
+// completes with its result.
+func TestEverythingServerOwnTask(t *testing.T) {
+	spec := everything(t)
+	spec.Tools = []string{"simulate-research-query"}
+	_, reg, env := serve(t, spec)
+	if len(reg.list()) != 1 {
+		t.Fatalf("served %d tools, want simulate-research-query", len(reg.list()))
+	}
+	t.Run("plain", func(t *testing.T) {
+		run := env.Call(t, "simulate-research-query", map[string]any{"topic": "tidal power"})
+		st := run.WaitFor(t, "the upstream task's statusMessage", func(st mcpqtest.State) bool {
+			return strings.HasSuffix(st.StatusMessage, "...") // "Gathering sources...", "Analyzing content...": the upstream's stages
+		})
+		t.Logf("statusMessage %q", st.StatusMessage)
+		text := string(mustJSON(run.Result(t).Content))
+		if !strings.Contains(text, "Research Report: tidal power") {
+			t.Errorf("result %s", text)
+		}
+	})
+	t.Run("ambiguous: the upstream task asks for input", func(t *testing.T) {
+		run := env.Call(t, "simulate-research-query", map[string]any{"topic": "python", "ambiguous": true})
+		key, req := only(t, run.Input(t))
+		if req.Method != proto.MethodElicit || !strings.Contains(string(mustJSON(req.Params)), "multiple interpretations") {
+			t.Fatalf("input request %s: %s %s", key, req.Method, mustJSON(req.Params))
+		}
+		run.Accept(t, key, map[string]any{"interpretation": "the snake"})
+		if text := string(mustJSON(run.Result(t).Content)); !strings.Contains(text, "Clarification**: the snake") {
+			t.Errorf("the upstream's report does not show the answer: %s", text)
+		}
+	})
+}

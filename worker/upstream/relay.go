@@ -17,6 +17,11 @@ import (
 // declare one of them answers that request with -32021.
 var clientCapabilities = map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}, "roots": map[string]any{}}
 
+// statelessCapabilities adds the Tasks extension for a 2026-07-28
+// upstream: it may answer a call with a task, which mcpq follows (follow.go).
+var statelessCapabilities = map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{},
+	"roots": map[string]any{}, "extensions": map[string]any{proto.TasksExtension: map[string]any{}}}
+
 // relay is the handler of the requests the upstream sends during a call on
 // c: elicitation/create, sampling/createMessage and roots/list become the
 // task's input requests (Call.HoldInput: the task goes input_required with

@@ -101,7 +101,7 @@ func (s *session) request(ctx context.Context, method string, params map[string]
 	if s.version == VersionStateless {
 		m[proto.MetaProtocolVersion] = VersionStateless
 		m[proto.MetaClientInfo] = clientInfo
-		m[proto.MetaClientCapabilities] = clientCapabilities
+		m[proto.MetaClientCapabilities] = statelessCapabilities
 	}
 	if len(m) > 0 {
 		params["_meta"] = m
