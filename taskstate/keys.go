@@ -118,3 +118,8 @@ func (k Keys) idempotency(owner, keyHash string) string {
 func (k Keys) ledgerForwarded(owner string) string {
 	return k.Prefix + "{" + owner + "}:ledger:forwarded"
 }
+
+// linked is the resources one owner may read because a task of theirs
+// linked them (links.go): member the URI, score until when (unix ms).
+// Type: sorted set.
+func (k Keys) linked(owner string) string { return k.Prefix + "{" + owner + "}:linked" }

