@@ -70,6 +70,9 @@ func (s *Server) call(ctx context.Context, c *worker.Call, u upstreamTool, timeo
 	prog := newProgress(c)
 	defer sess.onProgress(c.TaskID, prog.set)()
 	defer sess.onRequest(relay(ctx, c))()
+	if h, ok := sess.t.(*httpTransport); ok && s.spec.PrincipalHeader != "" {
+		defer h.forward(c.Principal())()
+	}
 	pctx, stopProg := context.WithCancel(ctx)
 	defer stopProg()
 	progDone := make(chan struct{})
@@ -115,8 +118,12 @@ func (s *Server) callTool(ctx, cctx context.Context, c *worker.Call, sl *slot, s
 	if u.taskable() && sess.version == VersionLegacy {
 		params["task"] = map[string]any{}
 	}
+	meta := map[string]any{proto.MetaProgressToken: c.TaskID}
+	if s.spec.PrincipalMeta != "" {
+		meta[s.spec.PrincipalMeta] = c.Principal()
+	}
 	var id json.RawMessage
-	raw, err := sess.request(cctx, proto.MethodToolsCall, params, map[string]any{proto.MetaProgressToken: c.TaskID}, &id)
+	raw, err := sess.request(cctx, proto.MethodToolsCall, params, meta, &id)
 	if err != nil {
 		return nil, s.callError(ctx, cctx, sl, sess, id, u.Name, timeout, err)
 	}

@@ -32,6 +32,20 @@ type httpTransport struct {
 	mu        sync.Mutex
 	sessionID string
 	version   string
+	principal string // the running call's principal (Spec.PrincipalHeader)
+}
+
+// forward sends principal in Spec.PrincipalHeader with every request
+// until the returned func runs (one call at a time runs on a transport).
+func (h *httpTransport) forward(principal string) func() {
+	h.mu.Lock()
+	h.principal = principal
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.principal = ""
+		h.mu.Unlock()
+	}
 }
 
 func newHTTPTransport(spec *Spec, log *slog.Logger) *httpTransport {
@@ -93,6 +107,9 @@ func (h *httpTransport) post(b []byte) (*http.Response, error) {
 	}
 	if h.version != "" {
 		req.Header.Set("MCP-Protocol-Version", h.version)
+	}
+	if h.principal != "" && h.spec.PrincipalHeader != "" {
+		req.Header.Set(h.spec.PrincipalHeader, h.principal)
 	}
 	h.mu.Unlock()
 	return h.client.Do(req)
