@@ -111,6 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"8", s.cancelLatency},
 		{"9", s.redisMemory},
 		{"10", s.residentMemory},
+		{"11", s.upstreamLatency},
 		{"profile", s.profiles},
 	}
 	for _, g := range groups {
