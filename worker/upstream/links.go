@@ -73,12 +73,10 @@ func (s *Server) readLinked(uri string) func(ctx context.Context, c *worker.Call
 		if !ok {
 			return nil, &proto.Error{Code: proto.CodeInvalidParams, Message: "Resource not found", Data: map[string]string{"uri": uri}}
 		}
-		sl, err := s.pool.acquire(ctx)
-		if err != nil {
-			return nil, err
+		sl, sess, err := s.pool.take(ctx)
+		if sl != nil {
+			defer s.pool.release(sl)
 		}
-		defer s.pool.release(sl)
-		sess, err := sl.session(ctx)
 		if err != nil {
 			return nil, err
 		}

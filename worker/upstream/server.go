@@ -96,12 +96,10 @@ func (s *Server) Run(ctx context.Context) {
 // refresh lists the tools on a slot's session and syncs the catalog; it
 // returns the session's end signal.
 func (s *Server) refresh(ctx context.Context) (<-chan struct{}, error) {
-	sl, err := s.pool.acquire(ctx)
-	if err != nil {
-		return nil, err
+	sl, sess, err := s.pool.take(ctx)
+	if sl != nil {
+		defer s.pool.release(sl)
 	}
-	defer s.pool.release(sl)
-	sess, err := sl.session(ctx)
 	if err != nil {
 		return nil, err
 	}
