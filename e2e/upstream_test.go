@@ -112,3 +112,91 @@ func callResult(t *testing.T, ctx context.Context, e *inproc, tool string, args 
 	}
 	return &res
 }
+
+// TestMcpqFrontedByMcpq: a 2026-07-28 upstream with tasks (an mcpq front
+// end serving the conformance tools) fronted by another mcpq: the call
+// becomes an upstream task that the fronting worker follows, its id in the
+// fronting task's checkpoint; the upstream task's elicitation is relayed,
+// answered with tasks/update on the fronting mcpq and passed upstream.
+func TestMcpqFrontedByMcpq(t *testing.T) {
+	up := newInproc(t)
+	spec := upstream.Spec{Name: "mcpq", URL: up.url, ProtocolVersion: upstream.VersionStateless, Prefix: "up.",
+		Tools: []string{"slow_compute", "confirm_delete"}}
+	e := newInprocSetup(t, nil, func(ctx context.Context, w *worker.Worker) error {
+		_, err := upstream.Serve(ctx, w, []upstream.Spec{spec})
+		return err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+
+	t.Run("an upstream task followed", func(t *testing.T) {
+		a, err := e.c.CallTool(ctx, "up.slow_compute", map[string]any{"seconds": 1.5})
+		if err != nil || a.Task == nil {
+			t.Fatalf("call: %+v %v", a, err)
+		}
+		id := a.Task.TaskID
+		var upID string
+		for upID == "" {
+			rec := e.record(t, id)
+			var m struct {
+				Task string `json:"upstreamTask"`
+			}
+			_ = json.Unmarshal(rec.Checkpoint, &m)
+			if rec.Status.Terminal() {
+				t.Fatalf("ended %s before its checkpoint named the upstream task", rec.Status)
+			}
+			upID = m.Task
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got, err := up.c.GetTask(ctx, upID); err != nil || got.TaskID != upID {
+			t.Fatalf("the upstream has no task %s: %+v %v", upID, got, err)
+		}
+		g, err := e.c.Wait(ctx, id, 50*time.Millisecond)
+		if err != nil || g.Status != proto.StatusCompleted {
+			t.Fatalf("ended %+v %v", g, err)
+		}
+		ug, err := up.c.Wait(ctx, upID, 50*time.Millisecond)
+		if err != nil || string(normalizeResult(t, ug.Result)) != string(normalizeResult(t, g.Result)) {
+			t.Errorf("result through mcpq %s, the upstream task's %s (%v)", g.Result, ug.Result, err)
+		}
+	})
+
+	t.Run("the upstream task's input relayed", func(t *testing.T) {
+		a, err := e.c.CallTool(ctx, "up.confirm_delete", map[string]any{"filename": "notes.txt"})
+		if err != nil || a.Task == nil {
+			t.Fatalf("call: %+v %v", a, err)
+		}
+		id := a.Task.TaskID
+		var key string
+		for key == "" {
+			g, err := e.c.GetTask(ctx, id)
+			if err != nil || g.Status.Terminal() {
+				t.Fatalf("tasks/get: %+v %v", g, err)
+			}
+			for k := range g.InputRequests {
+				key = k
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !strings.HasPrefix(key, "upstream-task-") {
+			t.Errorf("input key %q", key)
+		}
+		e.update(t, ctx, id, map[string]any{key: accept(map[string]any{"confirm": true})})
+		g, err := e.c.Wait(ctx, id, 50*time.Millisecond)
+		if err != nil || g.Status != proto.StatusCompleted || !strings.Contains(string(g.Result), "notes.txt") {
+			t.Fatalf("ended %+v %v", g, err)
+		}
+	})
+}
+
+// normalizeResult drops a result's _meta (each mcpq adds its own).
+func normalizeResult(t *testing.T, raw json.RawMessage) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "_meta")
+	b, _ := json.Marshal(m)
+	return b
+}
