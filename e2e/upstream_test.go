@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/everythingtest"
+	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/upstream"
 )
@@ -199,4 +204,64 @@ func normalizeResult(t *testing.T, raw json.RawMessage) []byte {
 	delete(m, "_meta")
 	b, _ := json.Marshal(m)
 	return b
+}
+
+// TestUpstreamTaskSurvivesSIGKILL: real processes. A front end and a worker
+// on a real redis-server front another mcpq (`mcpq dev --fixtures
+// conformance`, a 2026-07-28 upstream with tasks). The fronting worker is
+// SIGKILLed while it follows the upstream task; another worker takes the
+// task over and follows the same upstream task id (the checkpoint's), and
+// the task completes once, with the upstream task's result.
+func TestUpstreamTaskSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
+	upURL := startDev(t)
+	tools := filepath.Join(t.TempDir(), "tools.yaml")
+	file := "servers:\n  - name: up\n    url: " + upURL + "\n    protocolVersion: \"2026-07-28\"\n    prefix: up.\n    tools: [slow_compute]\n"
+	if err := os.WriteFile(tools, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := redistest.Real(t)
+	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s"}
+	doomed := start(t, "worker A", env, nil, "worker", "--tools", tools)
+	url := startFrontend(t, env)
+	waitCatalog(t, url, "up.slow_compute")
+	ctx := within(t)
+	c := taskClient(url)
+	task := createTask(t, ctx, c, "up.slow_compute", map[string]any{"seconds": 8, "label": "followed"})
+	ref := taskstate.Ref{Owner: taskstate.OwnerTag(frontend.AnonymousPrincipal), ID: task.TaskID}
+	key := taskstate.Keys{Prefix: b.Prefix}.Task(ref)
+	upstreamTask := func() string {
+		cp, _ := b.Client.HGet(ctx, key, "checkpoint").Result()
+		var m struct {
+			Task string `json:"upstreamTask"`
+		}
+		_ = json.Unmarshal([]byte(cp), &m)
+		return m.Task
+	}
+	var first string
+	for first == "" {
+		if first = upstreamTask(); first == "" {
+			if ctx.Err() != nil {
+				t.Fatal("the checkpoint never named the upstream task")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	start(t, "worker B", env, nil, "worker", "--tools", tools)
+	doomed.kill(t)
+	waitTask(t, ctx, c, task.TaskID, "taken over and followed again", func(g *proto.GetTaskResult) bool {
+		lost, _ := b.Client.HGet(ctx, key, "lost").Result()
+		return lost == "1" && strings.Contains(g.StatusMessage, "followed:") // the upstream's own progress again
+	})
+	if again := upstreamTask(); again != first {
+		t.Fatalf("after the takeover the checkpoint names upstream task %q, want the same %q", again, first)
+	}
+	g := waitTask(t, ctx, c, task.TaskID, "completed", func(g *proto.GetTaskResult) bool { return g.Status.Terminal() })
+	if g.Status != proto.StatusCompleted || !strings.Contains(string(g.Result), "followed") {
+		t.Fatalf("ended %s: %s %+v", g.Status, g.Result, g.Error)
+	}
+	up := taskClient(upURL)
+	if ug, err := up.GetTask(ctx, first); err != nil || ug.Status != proto.StatusCompleted {
+		t.Errorf("the upstream task %s: %+v %v", first, ug, err)
+	}
 }
