@@ -37,24 +37,9 @@ func TestUpstreamThroughTheFrontEnd(t *testing.T) {
 	defer cancel()
 
 	t.Run("elicitation answered with tasks/update", func(t *testing.T) {
-		a, err := e.c.CallTool(ctx, "trigger-elicitation-request", map[string]any{})
-		if err != nil || a.Task == nil {
-			t.Fatalf("call: %+v %v", a, err)
-		}
-		id := a.Task.TaskID
-		var key string
-		for key == "" {
-			g, err := e.c.GetTask(ctx, id)
-			if err != nil || g.Status.Terminal() {
-				t.Fatalf("tasks/get: %+v %v", g, err)
-			}
-			for k, raw := range g.InputRequests {
-				if !strings.Contains(string(raw), "Your full, legal name") {
-					t.Fatalf("input request %s: %s", k, raw)
-				}
-				key = k
-			}
-			time.Sleep(10 * time.Millisecond)
+		id, key, raw := askedTask(t, ctx, e, "trigger-elicitation-request", map[string]any{})
+		if !strings.Contains(string(raw), "Your full, legal name") {
+			t.Fatalf("input request %s: %s", key, raw)
 		}
 		e.update(t, ctx, id, map[string]any{key: accept(map[string]any{"name": "Grace Hopper"})})
 		g, err := e.c.Wait(ctx, id, 50*time.Millisecond)
@@ -167,22 +152,7 @@ func TestMcpqFrontedByMcpq(t *testing.T) {
 	})
 
 	t.Run("the upstream task's input relayed", func(t *testing.T) {
-		a, err := e.c.CallTool(ctx, "up.confirm_delete", map[string]any{"filename": "notes.txt"})
-		if err != nil || a.Task == nil {
-			t.Fatalf("call: %+v %v", a, err)
-		}
-		id := a.Task.TaskID
-		var key string
-		for key == "" {
-			g, err := e.c.GetTask(ctx, id)
-			if err != nil || g.Status.Terminal() {
-				t.Fatalf("tasks/get: %+v %v", g, err)
-			}
-			for k := range g.InputRequests {
-				key = k
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		id, key, _ := askedTask(t, ctx, e, "up.confirm_delete", map[string]any{"filename": "notes.txt"})
 		if !strings.HasPrefix(key, "upstream-task-") {
 			t.Errorf("input key %q", key)
 		}
@@ -263,5 +233,25 @@ func TestUpstreamTaskSurvivesSIGKILL(t *testing.T) {
 	up := taskClient(upURL)
 	if ug, err := up.GetTask(ctx, first); err != nil || ug.Status != proto.StatusCompleted {
 		t.Errorf("the upstream task %s: %+v %v", first, ug, err)
+	}
+}
+
+// askedTask calls tool, which must become a task, and waits until the task
+// asks for input: its id and the (first) input request's key and JSON.
+func askedTask(t *testing.T, ctx context.Context, e *inproc, tool string, args any) (id, key string, req json.RawMessage) {
+	t.Helper()
+	a, err := e.c.CallTool(ctx, tool, args)
+	if err != nil || a.Task == nil {
+		t.Fatalf("call %s: %+v %v", tool, a, err)
+	}
+	for {
+		g, err := e.c.GetTask(ctx, a.Task.TaskID)
+		if err != nil || g.Status.Terminal() {
+			t.Fatalf("tasks/get: %+v %v", g, err)
+		}
+		for k, raw := range g.InputRequests {
+			return a.Task.TaskID, k, raw
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
