@@ -120,10 +120,30 @@ func (s *Server) callTool(ctx, cctx context.Context, c *worker.Call, sl *slot, s
 	if s.spec.PrincipalMeta != "" {
 		meta[s.spec.PrincipalMeta] = c.Principal()
 	}
-	var id json.RawMessage
-	raw, err := sess.request(cctx, proto.MethodToolsCall, params, meta, &id)
-	if err != nil {
-		return nil, s.callError(ctx, cctx, sl, sess, id, u.Name, timeout, err)
+	var raw json.RawMessage
+	for round := 1; ; round++ {
+		var id json.RawMessage
+		var err error
+		raw, err = sess.request(cctx, proto.MethodToolsCall, params, meta, &id)
+		if err != nil {
+			return nil, s.callError(ctx, cctx, sl, sess, id, u.Name, timeout, err)
+		}
+		in, ok := inputOf(raw)
+		if !ok || round > maxInputRounds {
+			break
+		}
+		// A 2026-07-28 upstream asks for input first (an input_required
+		// result): ask the client, then call again with the answers.
+		resp, err := s.askClient(cctx, c, fmt.Sprintf("upstream-%d-r%d-", c.Attempt, round), in.InputRequests)
+		if err != nil {
+			return nil, err
+		}
+		params["inputResponses"] = resp
+		if in.RequestState != "" {
+			params["requestState"] = in.RequestState
+		} else {
+			delete(params, "requestState")
+		}
 	}
 	t, ok := taskOf(raw)
 	if !ok {
@@ -133,6 +153,18 @@ func (s *Server) callTool(ctx, cctx context.Context, c *worker.Call, sl *slot, s
 		return nil, err
 	}
 	return s.follow(cctx, c, sess, t.TaskID, t.poll())
+}
+
+// maxInputRounds bounds the input_required rounds of one upstream call.
+const maxInputRounds = 16
+
+// inputOf reads an input_required result (2026-07-28 multi-round input).
+func inputOf(raw json.RawMessage) (*proto.InputRequiredResult, bool) {
+	var r proto.InputRequiredResult
+	if json.Unmarshal(raw, &r) != nil || r.ResultType != proto.ResultInputRequired || len(r.InputRequests) == 0 {
+		return nil, false
+	}
+	return &r, true
 }
 
 // callError turns a failed request into the handler's error: a cancel or
@@ -169,21 +201,33 @@ func (s *Server) callError(ctx, cctx context.Context, sl *slot, sess *session, i
 	return err
 }
 
-// progress forwards the upstream's notifications/progress to the task's
-// statusMessage (and to a 2025-11-25 client holding the call), at most
-// every progressEvery, the latest one winning.
+// progress forwards the upstream's notifications/progress: the latest one
+// into the task's statusMessage at most every progressEvery, and each one
+// to a 2025-11-25 client holding the call as notifications/progress, up to
+// progressQueue per progressEvery (past that, the latest replaces the last
+// queued), so a flood of notifications costs a bounded number of writes.
 type progress struct {
-	c    *worker.Call
-	mu   sync.Mutex
-	last *proto.ProgressParams
-	kick chan struct{}
+	c     *worker.Call
+	mu    sync.Mutex
+	last  *proto.ProgressParams
+	notes []proto.ProgressParams
+	kick  chan struct{}
 }
+
+// progressQueue is how many notifications a client holding the call gets
+// per progressEvery at most.
+const progressQueue = 16
 
 func newProgress(c *worker.Call) *progress { return &progress{c: c, kick: make(chan struct{}, 1)} }
 
 func (p *progress) set(pp proto.ProgressParams) {
 	p.mu.Lock()
 	p.last = &pp
+	if len(p.notes) < progressQueue {
+		p.notes = append(p.notes, pp)
+	} else {
+		p.notes[len(p.notes)-1] = pp
+	}
 	p.mu.Unlock()
 	select {
 	case p.kick <- struct{}{}:
@@ -205,21 +249,22 @@ func (p *progress) run(ctx context.Context) {
 	}
 }
 
-// flush writes the latest progress, if any is unwritten.
+// flush writes the latest progress and forwards the queued notifications.
 func (p *progress) flush(ctx context.Context) {
 	p.mu.Lock()
-	pp := p.last
-	p.last = nil
+	pp, notes := p.last, p.notes
+	p.last, p.notes = nil, nil
 	p.mu.Unlock()
-	if pp == nil {
-		return
+	if pp != nil {
+		_ = p.c.Progress(ctx, statusText(pp))
 	}
-	_ = p.c.Progress(ctx, statusText(pp))
-	total := 0.0
-	if pp.Total != nil {
-		total = *pp.Total
+	for _, n := range notes {
+		total := 0.0
+		if n.Total != nil {
+			total = *n.Total
+		}
+		_ = p.c.ReportProgress(ctx, n.Progress, total, n.Message)
 	}
-	_ = p.c.ReportProgress(ctx, pp.Progress, total, pp.Message)
 }
 
 // statusText is the statusMessage of an upstream progress notification.

@@ -152,9 +152,23 @@ func (s *Server) followStateless(ctx context.Context, c *worker.Call, sess *sess
 	}
 }
 
-// relayTaskInput asks the client what the upstream task asks (each key as
-// upstream-task-<key>) and sends the answers upstream with tasks/update.
+// relayTaskInput asks the client what the upstream task asks and sends
+// the answers upstream with tasks/update.
 func (s *Server) relayTaskInput(ctx context.Context, c *worker.Call, sess *session, id string, reqs map[string]json.RawMessage) error {
+	resp, err := s.askClient(ctx, c, fmt.Sprintf("upstream-task-%d-", c.Attempt), reqs)
+	if err != nil {
+		return err
+	}
+	if _, err := sess.request(ctx, proto.MethodTasksUpd, map[string]any{"taskId": id, "inputResponses": resp}, nil, nil); err != nil {
+		return s.taskErr(id, err)
+	}
+	return nil
+}
+
+// askClient asks the task's client what an upstream asks (its inputRequests,
+// each {method, params}) under prefix+key, waiting with the call open
+// (Call.HoldInput), and returns the answers under the upstream's keys.
+func (s *Server) askClient(ctx context.Context, c *worker.Call, prefix string, reqs map[string]json.RawMessage) (map[string]json.RawMessage, error) {
 	ask := make(map[string]proto.InputRequest, len(reqs))
 	for k, raw := range reqs {
 		var r struct {
@@ -162,22 +176,19 @@ func (s *Server) relayTaskInput(ctx context.Context, c *worker.Call, sess *sessi
 			Params json.RawMessage `json:"params"`
 		}
 		if json.Unmarshal(raw, &r) != nil || r.Method == "" {
-			return fmt.Errorf("upstream %s: task %s asks for input that does not decode: %s", s.spec.Name, id, clip(raw, 200))
+			return nil, fmt.Errorf("upstream %s asks for input that does not decode: %s", s.spec.Name, clip(raw, 200))
 		}
-		ask["upstream-task-"+k] = proto.InputRequest{Method: r.Method, Params: r.Params}
+		ask[prefix+k] = proto.InputRequest{Method: r.Method, Params: r.Params}
 	}
 	answers, err := c.HoldInput(ctx, ask)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp := make(map[string]json.RawMessage, len(reqs))
 	for k := range reqs {
-		resp[k] = answers["upstream-task-"+k]
+		resp[k] = answers[prefix+k]
 	}
-	if _, err := sess.request(ctx, proto.MethodTasksUpd, map[string]any{"taskId": id, "inputResponses": resp}, nil, nil); err != nil {
-		return s.taskErr(id, err)
-	}
-	return nil
+	return resp, nil
 }
 
 // getTask reads the upstream task id.
