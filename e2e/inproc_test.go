@@ -80,6 +80,14 @@ func newInproc(t *testing.T, extra ...worker.Tool) *inproc {
 // newInprocWith is newInproc with mod applied to the worker's Config.
 func newInprocWith(t *testing.T, mod func(*worker.Config), extra ...worker.Tool) *inproc {
 	t.Helper()
+	return newInprocSetup(t, mod, nil, extra...)
+}
+
+// newInprocSetup is newInprocWith with setup run on the worker before it
+// runs (to serve upstream MCP servers, say).
+func newInprocSetup(t *testing.T, mod func(*worker.Config), setup func(ctx context.Context, w *worker.Worker) error,
+	extra ...worker.Tool) *inproc {
+	t.Helper()
 	b := redistest.Mini(t)
 	e := &inproc{b: b, clock: &fakeClock{t: time.Now().Truncate(time.Millisecond)}}
 	e.store = taskstate.New(b.Client, taskstate.Options{Prefix: b.Prefix, Clock: e.clock.Now})
@@ -99,6 +107,12 @@ func newInprocWith(t *testing.T, mod func(*worker.Config), extra ...worker.Tool)
 	if err := conformance.Register(ctx, w); err != nil {
 		cancel()
 		t.Fatalf("conformance.Register: %v", err)
+	}
+	if setup != nil {
+		if err := setup(ctx, w); err != nil {
+			cancel()
+			t.Fatalf("setup: %v", err)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()

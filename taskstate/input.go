@@ -12,10 +12,24 @@ import (
 // the task's life (ErrKeyReused). ErrCancelled means a cancel was requested;
 // nothing is written on any error.
 func (s *Store) RequestInput(ctx context.Context, ref Ref, attempt int64, reqs map[string]json.RawMessage) error {
+	return s.input(ctx, ref, attempt, reqs, "0")
+}
+
+// HoldInput is RequestInput for a delivery that waits for the answers
+// itself: the task moves to input_required but stays held by attempt (its
+// heartbeats, its place in its queue's running set, takeover when it is
+// lost); once the last answer arrived the task is working again and no job
+// is enqueued (AnswerResult.Resume is 0). Taken over while waiting, its
+// pending requests are dropped and it runs again (scripts/takeover.lua).
+func (s *Store) HoldInput(ctx context.Context, ref Ref, attempt int64, reqs map[string]json.RawMessage) error {
+	return s.input(ctx, ref, attempt, reqs, "1")
+}
+
+func (s *Store) input(ctx context.Context, ref Ref, attempt int64, reqs map[string]json.RawMessage, hold string) error {
 	if len(reqs) == 0 {
 		return errors.New("taskstate: no input requests")
 	}
-	args := []any{s.nowMs(), attempt, s.keys.Events(ref), ref.ID}
+	args := []any{s.nowMs(), attempt, s.keys.Events(ref), ref.ID, hold}
 	for _, k := range sortedKeys(reqs) {
 		args = append(args, k, string(reqs[k]))
 	}

@@ -45,6 +45,12 @@ type Call struct {
 	caps     proto.ClientCapabilities
 }
 
+// Principal is the name of the principal that created the task (an API
+// key's principal, or the anonymous one where that is enabled). Send it
+// to another service only where its operator asks for it: it names the
+// caller, it is no credential.
+func (c *Call) Principal() string { return c.record.Principal }
+
 // Worker is the worker running the call, for handlers that change what it
 // serves (AddTool, AddPrompt, ResourceUpdated).
 func (c *Call) Worker() *Worker { return c.worker }

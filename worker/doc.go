@@ -93,6 +93,9 @@
 // question for the task's life. Asking for a kind the client did not
 // declare returns a -32021 error before anything is asked. Give a task that
 // waits for a person a TTL to match, or call [Call.ExtendTTL] first.
+// [Call.HoldInput] asks the same way but waits for the answers in the same
+// delivery, its slot held, for a handler that must keep something open
+// meanwhile (an upstream MCP session, package worker/upstream).
 //
 // # Checkpoints
 //

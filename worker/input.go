@@ -30,14 +30,28 @@ var errParked = errors.New("worker: task parked for input")
 // returns, so a handler that wraps the parking error into a result cannot
 // complete the task over its pending input.
 func (c *Call) Input(ctx context.Context, reqs map[string]proto.InputRequest) (map[string]json.RawMessage, error) {
-	if len(reqs) == 0 {
-		return nil, errors.New("worker: Input needs at least one request")
-	}
 	if c.parked {
 		return nil, errParked
 	}
-	answers := map[string]json.RawMessage{}
-	ask := map[string]json.RawMessage{}
+	answers, ask, err := c.inputRound(reqs)
+	if err != nil || len(ask) == 0 {
+		return answers, err
+	}
+	if err := inputErr(c.stateErr(c.store.RequestInput(ctx, c.ref, c.Attempt, ask))); err != nil {
+		return nil, err
+	}
+	c.parked = true
+	return nil, errParked
+}
+
+// inputRound splits reqs into the keys the task has answers for (answers)
+// and the requests still to ask (ask, JSON), refusing kinds the creating
+// client did not declare (-32021) and a task whose cancel was requested.
+func (c *Call) inputRound(reqs map[string]proto.InputRequest) (answers, ask map[string]json.RawMessage, err error) {
+	if len(reqs) == 0 {
+		return nil, nil, errors.New("worker: input needs at least one request")
+	}
+	answers, ask = map[string]json.RawMessage{}, map[string]json.RawMessage{}
 	for k, r := range reqs {
 		if a, ok := c.record.Answers[k]; ok {
 			answers[k] = a
@@ -45,31 +59,32 @@ func (c *Call) Input(ctx context.Context, reqs map[string]proto.InputRequest) (m
 		}
 		b, err := json.Marshal(r)
 		if err != nil {
-			return nil, fmt.Errorf("worker: input request %q: %w", k, err)
+			return nil, nil, fmt.Errorf("worker: input request %q: %w", k, err)
 		}
 		ask[k] = b
 	}
 	if len(ask) == 0 {
-		return answers, nil
+		return answers, nil, nil
 	}
 	methods := make([]string, 0, len(reqs))
 	for _, r := range reqs {
 		methods = append(methods, r.Method)
 	}
 	if err := proto.MissingInputCapabilities(c.Capabilities(), methods); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.cancelRequested() {
-		return nil, ErrCancelled
+		return nil, nil, ErrCancelled
 	}
-	if err := c.stateErr(c.store.RequestInput(ctx, c.ref, c.Attempt, ask)); err != nil {
-		if errors.Is(err, taskstate.ErrKeyReused) {
-			return nil, fmt.Errorf("worker: input request keys must be new for each round: %w", err)
-		}
-		return nil, err
+	return answers, ask, nil
+}
+
+// inputErr says what a refused key means.
+func inputErr(err error) error {
+	if errors.Is(err, taskstate.ErrKeyReused) {
+		return fmt.Errorf("worker: input request keys must be new for each round: %w", err)
 	}
-	c.parked = true
-	return nil, errParked
+	return err
 }
 
 // Capabilities are the client capabilities of the request that created the

@@ -173,6 +173,9 @@ type Worker struct {
 	// enq enqueues the later jobs of tasks: over their principal's share,
 	// handed back, taken over, recovered.
 	enq *queue.Client
+	// hub is Run's pub/sub hub (nil before Run): Call.HoldInput listens on
+	// the task's events channel through it.
+	hub atomic.Pointer[events.Hub]
 }
 
 // Ready is closed once Run has published the catalog and takes jobs.
@@ -320,6 +323,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	hub := events.NewHub(w.cfg.Redis)
 	defer hub.Close()
+	w.hub.Store(hub)
+	defer w.hub.Store(nil)
 	stops, err := hub.Subscribe(ctx, w.store.Keys().Stops())
 	if err != nil {
 		return fmt.Errorf("worker: subscribe to stops: %w", err)

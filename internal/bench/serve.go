@@ -26,6 +26,7 @@ import (
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
+	"github.com/mcpq/mcpq/worker/upstream"
 )
 
 // Roles a child process serves (Serve).
@@ -87,6 +88,7 @@ func Serve(role string, args []string) error {
 	check := fs.Duration("task-check-interval", 0, "worker idle poll interval (0: the worker's default)")
 	billing := fs.Bool("billing", false, "front end: billing on (Config.Billing)")
 	oauthIssuer := fs.String("oauth-issuer", "", "front end: OAuth tokens of this issuer and the bench API key, instead of tenant headers (group 11)")
+	up := fs.String("upstream", "", "worker: also front the Streamable HTTP MCP server at this URL (its tools prefixed up.)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,6 +141,11 @@ func Serve(role string, args []string) error {
 			benchTools(count)...)
 		if err != nil {
 			return err
+		}
+		if *up != "" {
+			if _, err := upstream.Serve(ctx, w, []upstream.Spec{upstreamSpec(*up, *conc, log)}); err != nil {
+				return err
+			}
 		}
 		done := make(chan error, 1)
 		go func() { done <- w.Run(ctx) }()
@@ -226,6 +233,13 @@ func floorRead(rdb *redis.Client) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(b)
 	})
+}
+
+// upstreamSpec fronts the Streamable HTTP server at url: its noop as a
+// sync tool named up.noop, conc requests at once.
+func upstreamSpec(url string, conc int, log *slog.Logger) upstream.Spec {
+	return upstream.Spec{Name: "peer", URL: url, Prefix: upstreamPrefix, Tools: []string{toolNoop}, Concurrency: conc,
+		Overrides: map[string]upstream.Override{toolNoop: {Policy: worker.PolicySync}}, Logger: log}
 }
 
 // peerArgs are the (empty) arguments of the peer's tool.

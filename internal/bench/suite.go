@@ -112,6 +112,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"9", s.redisMemory},
 		{"10", s.residentMemory},
 		{"11", s.authTasksGet},
+		{"12", s.upstreamLatency},
 		{"profile", s.profiles},
 	}
 	for _, g := range groups {

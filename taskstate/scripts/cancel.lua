@@ -4,7 +4,8 @@
 -- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id   ARGV[4] stops channel
 -- ARGV[5] cancel grace (ms)
 -- A task is held while a delivery runs it ('running' is its attempt; claim
--- sets it, parking and resuming clear it).
+-- sets it, parking and resuming clear it); a task waiting for input is held
+-- only when its delivery waits with it ('waiter', input.lua).
 -- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
 -- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns OK (flag set, "Cancelling" announced and the task id published on
@@ -15,12 +16,12 @@
 -- settled; {CANCELLED, receipt, tool} when it had a reservation: prelude
 -- settled()), TERMINAL (already ended:
 -- nothing written), NOT_FOUND or EXPIRED.
-local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'cancel')
+local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'cancel', 'waiter')
 local status = f[1]
 if not status then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(status) then return TERMINAL end
-if not f[4] or f[4] == '0' or status == 'input_required' then
+if not f[4] or f[4] == '0' or (status == 'input_required' and not f[6]) then
   if not allowed(status, 'cancelled') then return ILLEGAL end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'cancel', 1,
     'lastUpdatedAt', ARGV[1])

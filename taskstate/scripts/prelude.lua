@@ -52,7 +52,7 @@ local function ended(id)
   redis.call('ZREM', KEYS[2], id)
   if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('DEL', ab) end
   redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[1], 'arguments', 'argsRef', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt')
+  redis.call('HDEL', KEYS[1], 'arguments', 'argsRef', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt', 'waiter')
 end
 
 -- Redis keeps a hash as a compact listpack only while every field name and

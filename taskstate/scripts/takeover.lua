@@ -23,6 +23,10 @@
 -- heartbeat that did not get through a Redis outage costs nothing. When
 -- ARGV[9] does not name the task's worker, {HELD, worker} asks the caller
 -- to run the script again with that worker's lease.
+-- A task waiting for input with its delivery ('waiter', input.lua) is held
+-- as a working one is; taken back, its pending requests are dropped (each
+-- key kept as 'gone:', never issued again) and it is working again: the
+-- requests belonged to the lost delivery (an upstream call, say).
 -- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
 -- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns {OK, seq, lost, heartbeat, tool}: taken back; enqueue job seq. {CANCELLED}
@@ -32,17 +36,18 @@
 -- or not due yet: re-indexed at its due time). {NOT_FOUND}, {EXPIRED}
 -- (dropped from the index; the reaper ends an expired task).
 local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'running', 'heartbeat', 'cancel',
-  'cancelAt', 'lost', 'tool', 'worker')
+  'cancelAt', 'lost', 'tool', 'worker', 'waiter')
 local id, now = ARGV[6], tonumber(ARGV[1])
 if not f[1] then redis.call('ZREM', KEYS[3], id); return {NOT_FOUND} end
 if expired(f[2], f[3], ARGV[1]) then redis.call('ZREM', KEYS[3], id); return {EXPIRED} end
-if f[1] ~= 'working' or not f[4] or f[4] == '0' then redis.call('ZREM', KEYS[3], id); return {ILLEGAL} end
+local waiting = f[1] == 'input_required' and f[11]
+if (f[1] ~= 'working' and not waiting) or not f[4] or f[4] == '0' then redis.call('ZREM', KEYS[3], id); return {ILLEGAL} end
 local beat = tonumber(f[5] or '0')
 local due = beat + tonumber(ARGV[2])
 if f[6] == '1' then due = math.min(due, tonumber(f[7] or '0') + tonumber(ARGV[3])) end
 if now < due then redis.call('ZADD', KEYS[3], due, id); return {ILLEGAL} end
 if f[6] == '1' then
-  if not allowed('working', 'cancelled') then return {ILLEGAL} end
+  if not allowed(f[1], 'cancelled') then return {ILLEGAL} end
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'statusMessage', 'Cancelled', 'lastUpdatedAt', ARGV[1])
   local receipt, tool = settle_task(id, 'cancelled', ARGV[1])
   timeline('e', ARGV[1], 'cancelled')
@@ -62,7 +67,7 @@ timeline('l', ARGV[1], f[4])
 -- carries its attempt); the next claim numbers the new one.
 redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 if lost > tonumber(ARGV[4]) then
-  if not allowed('working', 'failed') then return {ILLEGAL} end
+  if not allowed(f[1], 'failed') then return {ILLEGAL} end
   local msg = 'Its worker was lost ' .. lost .. ' times (no heartbeat for ' .. ARGV[2] .. ' ms); not run again'
   redis.call('HSET', KEYS[1], 'status', 'failed', 'statusMessage', msg, 'lastUpdatedAt', ARGV[1],
     'error', cjson.encode({code = -32603, message = 'Internal error: ' .. msg}))
@@ -71,6 +76,18 @@ if lost > tonumber(ARGV[4]) then
   end_task(id, ARGV[5])
   redis.call('PUBLISH', ARGV[7], id)
   return {LIMIT, lost, beat, receipt, tool}
+end
+if waiting then
+  if not allowed(f[1], 'working') then return {ILLEGAL} end
+  for _, k in ipairs(redis.call('HKEYS', KEYS[1])) do
+    local key = string.match(k, '^req:(.*)$')
+    if key then
+      redis.call('HSET', KEYS[1], 'gone:' .. key, redis.call('HGET', KEYS[1], k))
+      redis.call('HDEL', KEYS[1], k)
+    end
+  end
+  redis.call('HDEL', KEYS[1], 'waiter')
+  redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0)
 end
 local seq = redis.call('HINCRBY', KEYS[1], 'resumes', 1)
 redis.call('HDEL', KEYS[1], 'worker')

@@ -6,8 +6,10 @@
 -- ARGV[3..] pairs of key, answer JSON
 -- Returns {OK, applied, resume}: resume is the resume sequence number (> 0)
 -- when the last pending answer arrived and the task is "working" again (the
--- caller enqueues its job), else 0. Or {code}: NOT_FOUND, EXPIRED, TERMINAL.
-local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'pending')
+-- caller enqueues its job), else 0. A task whose delivery holds it while it
+-- waits (input.lua's 'waiter') is working again with resume 0: that delivery
+-- reads the answers, no job is enqueued. Or {code}: NOT_FOUND, EXPIRED, TERMINAL.
+local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'pending', 'waiter')
 if not f[1] then return {NOT_FOUND} end
 if expired(f[2], f[3], ARGV[1]) then return {EXPIRED} end
 if terminal(f[1]) then return {TERMINAL} end
@@ -28,6 +30,13 @@ timeline('a', ARGV[1], table.concat(keys, ','))
 local pending = tonumber(f[4] or '0') - applied
 if pending > 0 then
   redis.call('HSET', KEYS[1], 'pending', pending, 'lastUpdatedAt', ARGV[1])
+  state_changed(ARGV[2])
+  return {OK, applied, 0}
+end
+if f[5] then
+  redis.call('HDEL', KEYS[1], 'waiter')
+  redis.call('HSET', KEYS[1], 'status', 'working', 'pending', 0, 'statusMessage', 'Resuming with input',
+    'lastUpdatedAt', ARGV[1])
   state_changed(ARGV[2])
   return {OK, applied, 0}
 end

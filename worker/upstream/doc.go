@@ -13,4 +13,11 @@
 // that exits is started again for the next call; its stderr goes to the
 // worker's log and its tail into the failed call's error. The client's
 // credentials are never sent upstream.
+//
+// The upstream's elicitation, sampling and roots requests during a call
+// become the task's input requests (relay.go): the call stays open on its
+// session, and the worker's slot held, until the client answered
+// (worker.Call.HoldInput). An upstream that answers a call with a task
+// of its own has it followed (follow.go), its id in the mcpq task's
+// checkpoint so a takeover follows the same upstream task.
 package upstream

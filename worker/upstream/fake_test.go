@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // fakeEnv switches the test binary into a fake stdio upstream; its value
@@ -33,6 +35,7 @@ var fakeTools = []string{
 	`{"name":"slow","inputSchema":{"type":"object"}}`,
 	`{"name":"misbehave","inputSchema":{"type":"object"}}`,
 	`{"name":"again","inputSchema":{"type":"object"},"annotations":{"idempotentHint":true}}`,
+	`{"name":"study","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`,
 }
 
 type fakeMsg struct {
@@ -41,6 +44,7 @@ type fakeMsg struct {
 	Params struct {
 		Name      string                     `json:"name"`
 		Cursor    string                     `json:"cursor"`
+		TaskID    string                     `json:"taskId"`
 		Arguments map[string]json.RawMessage `json:"arguments"`
 		Meta      map[string]json.RawMessage `json:"_meta"`
 	} `json:"params"`
@@ -49,10 +53,12 @@ type fakeMsg struct {
 // fake serves the fake tools on stdio until stdin closes.
 func fake(era string) {
 	out := bufio.NewWriter(os.Stdout)
-	write := func(s string) { out.WriteString(s + "\n"); out.Flush() }
+	var mu sync.Mutex
+	write := func(s string) { mu.Lock(); out.WriteString(s + "\n"); out.Flush(); mu.Unlock() }
 	answer := func(id json.RawMessage, result string) {
 		write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
 	}
+	tasks := &fakeTasks{until: map[string]string{}}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -60,7 +66,7 @@ func fake(era string) {
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
 			continue
 		}
-		if f := os.Getenv(recordEnv); f != "" && (len(m.ID) == 0 || m.Method == "tools/call") {
+		if f := os.Getenv(recordEnv); f != "" && (len(m.ID) == 0 || m.Method == "tools/call" || m.Method == "tasks/cancel") {
 			fh, _ := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 			fh.Write(append(append([]byte{}, sc.Bytes()...), '\n'))
 			fh.Close()
@@ -86,8 +92,12 @@ func fake(era string) {
 				next = fmt.Sprintf(`,"nextCursor":"%d"`, end)
 			}
 			answer(m.ID, `{"tools":[`+strings.Join(fakeTools[page:end], ",")+`]`+next+`}`)
+		case m.Method == "tools/call" && m.Params.Name == "study":
+			tasks.create(m, answer)
 		case m.Method == "tools/call":
 			fakeCall(m, write, answer)
+		case strings.HasPrefix(m.Method, "tasks/"):
+			tasks.serve(m, write, answer)
 		default:
 			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID))
 		}
@@ -140,4 +150,70 @@ func misbehave(mode string, m fakeMsg, token string, write func(string), answer 
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// fakeTasks are the fake's 2025-11-25 tasks (tool study): a task runs
+// until the file its "until" argument names exists; tasks/result waits for
+// that, tasks/cancel ends it.
+type fakeTasks struct {
+	mu    sync.Mutex
+	n     int
+	until map[string]string // task id → file ("" once cancelled)
+}
+
+func (f *fakeTasks) create(m fakeMsg, answer func(json.RawMessage, string)) {
+	var until string
+	_ = json.Unmarshal(m.Params.Arguments["until"], &until)
+	f.mu.Lock()
+	f.n++
+	id := fmt.Sprintf("T%d", f.n)
+	f.until[id] = until
+	f.mu.Unlock()
+	answer(m.ID, `{"task":{"taskId":"`+id+`","status":"working","createdAt":"2026-01-01T00:00:00Z","ttl":60000,"pollInterval":20}}`)
+}
+
+// state is the task's status, or "" for a task never made.
+func (f *fakeTasks) state(id string) string {
+	f.mu.Lock()
+	until, ok := f.until[id]
+	f.mu.Unlock()
+	switch {
+	case !ok:
+		return ""
+	case until == "":
+		return "cancelled"
+	}
+	if _, err := os.Stat(until); err == nil {
+		return "completed"
+	}
+	return "working"
+}
+
+func (f *fakeTasks) serve(m fakeMsg, write func(string), answer func(json.RawMessage, string)) {
+	id := m.Params.TaskID
+	st := f.state(id)
+	if st == "" {
+		write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"Task not found: %s"}}`, m.ID, id))
+		return
+	}
+	switch m.Method {
+	case "tasks/get":
+		answer(m.ID, `{"taskId":"`+id+`","status":"`+st+`","statusMessage":"researching (task `+id+`)","createdAt":"2026-01-01T00:00:00Z","ttl":60000,"pollInterval":20}`)
+	case "tasks/cancel":
+		f.mu.Lock()
+		f.until[id] = ""
+		f.mu.Unlock()
+		answer(m.ID, `{"taskId":"`+id+`","status":"cancelled","createdAt":"2026-01-01T00:00:00Z","ttl":60000}`)
+	case "tasks/result":
+		go func() {
+			for f.state(id) == "working" {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if f.state(id) == "cancelled" {
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"Task %s was cancelled"}}`, m.ID, id))
+				return
+			}
+			answer(m.ID, `{"content":[{"type":"text","text":"report of task `+id+`"}]}`)
+		}()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,20 @@ type httpTransport struct {
 	mu        sync.Mutex
 	sessionID string
 	version   string
+	principal string // the running call's principal (Spec.PrincipalHeader)
+}
+
+// forward sends principal in Spec.PrincipalHeader with every request
+// until the returned func runs (one call at a time runs on a transport).
+func (h *httpTransport) forward(principal string) func() {
+	h.mu.Lock()
+	h.principal = principal
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.principal = ""
+		h.mu.Unlock()
+	}
 }
 
 func newHTTPTransport(spec *Spec, log *slog.Logger) *httpTransport {
@@ -61,7 +76,7 @@ func (h *httpTransport) Write(b []byte) (int, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return 0, err
 	}
-	resp, err := h.post(b)
+	resp, err := h.post(b, m)
 	if err != nil {
 		return 0, fmt.Errorf("upstream %s: POST: %w", h.spec.Name, err)
 	}
@@ -77,7 +92,7 @@ func (h *httpTransport) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (h *httpTransport) post(b []byte) (*http.Response, error) {
+func (h *httpTransport) post(b []byte, m message) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.spec.URL, bytes.NewReader(bytes.TrimSpace(b)))
 	if err != nil {
 		return nil, err
@@ -93,6 +108,12 @@ func (h *httpTransport) post(b []byte) (*http.Response, error) {
 	}
 	if h.version != "" {
 		req.Header.Set("MCP-Protocol-Version", h.version)
+	}
+	if h.version == VersionStateless && m.Method != "" {
+		routingHeaders(req.Header, m)
+	}
+	if h.principal != "" && h.spec.PrincipalHeader != "" {
+		req.Header.Set(h.spec.PrincipalHeader, h.principal)
 	}
 	h.mu.Unlock()
 	return h.client.Do(req)
@@ -166,4 +187,35 @@ func (h *httpTransport) events(r io.Reader) {
 	if err := sc.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		h.c.log.Warn("upstream event stream", "err", err)
 	}
+}
+
+// routingHeaders sets the headers a 2026-07-28 server routes by: Mcp-Method,
+// and Mcp-Name with what the method names (a tool or prompt, a resource's
+// URI, a task id), in the =?base64?...?= form when it is not plain ASCII.
+func routingHeaders(h http.Header, m message) {
+	h.Set("Mcp-Method", m.Method)
+	var p struct {
+		Name   string `json:"name"`
+		URI    string `json:"uri"`
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	name := ""
+	switch m.Method {
+	case proto.MethodToolsCall, proto.MethodPromptsGet:
+		name = p.Name
+	case proto.MethodResourcesRead:
+		name = p.URI
+	case proto.MethodTasksGet, proto.MethodTasksUpd, proto.MethodTasksCncl:
+		name = p.TaskID
+	default:
+		return
+	}
+	for _, r := range name {
+		if r < 0x20 || r > 0x7e {
+			name = "=?base64?" + base64.StdEncoding.EncodeToString([]byte(name)) + "?="
+			break
+		}
+	}
+	h.Set("Mcp-Name", name)
 }

@@ -16,6 +16,7 @@ type httpFake struct {
 	mu        sync.Mutex
 	headers   []http.Header
 	cancelled []string
+	calls     []fakeMsg // tools/call requests
 }
 
 func (f *httpFake) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -26,6 +27,9 @@ func (f *httpFake) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.headers = append(f.headers, r.Header.Clone())
+	if m.Method == "tools/call" {
+		f.calls = append(f.calls, m)
+	}
 	if m.Method == "notifications/cancelled" {
 		f.cancelled = append(f.cancelled, m.Method)
 	}
@@ -79,5 +83,37 @@ func TestStreamableHTTPUpstream(t *testing.T) {
 	last := f.headers[len(f.headers)-1]
 	if last.Get("MCP-Protocol-Version") != "2025-11-25" || !strings.Contains(last.Get("Accept"), "text/event-stream") {
 		t.Errorf("headers of a call: %v", last)
+	}
+}
+
+// TestPrincipalForwarded: with principalHeader and principalMeta the
+// calling principal's name goes upstream in that header and _meta key of
+// the call; without them it does not, and the client's credentials never do.
+func TestPrincipalForwarded(t *testing.T) {
+	for _, forward := range []bool{true, false} {
+		f := &httpFake{}
+		srv := httptest.NewServer(f)
+		spec := Spec{Name: "h", URL: srv.URL}
+		if forward {
+			spec.PrincipalHeader, spec.PrincipalMeta = "X-Caller", "example.com/caller"
+		}
+		_, _, env := serve(t, spec)
+		env.Call(t, "count", map[string]any{}).Result(t)
+		srv.Close()
+		f.mu.Lock()
+		var withHeader int
+		for _, h := range f.headers {
+			if h.Get("X-Caller") == "mcpqtest" {
+				withHeader++
+			}
+		}
+		meta := string(f.calls[0].Params.Meta["example.com/caller"])
+		f.mu.Unlock()
+		switch {
+		case forward && (withHeader == 0 || meta != `"mcpqtest"`):
+			t.Errorf("forwarding: %d requests with the header, _meta %q", withHeader, meta)
+		case !forward && (withHeader != 0 || meta != ""):
+			t.Errorf("not asked to forward, yet %d requests with the header, _meta %q", withHeader, meta)
+		}
 	}
 }

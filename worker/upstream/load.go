@@ -19,7 +19,7 @@ import (
 
 // serverKeys are the keys of one server in a tools file.
 var serverKeys = []string{"name", "command", "env", "cwd", "url", "headers", "protocolVersion",
-	"queue", "tools", "prefix", "concurrency", "timeout", "rerun", "overrides"}
+	"queue", "tools", "prefix", "concurrency", "timeout", "rerun", "overrides", "principalHeader", "principalMeta"}
 
 // overrideKeys are the keys of one entry of a server's overrides.
 var overrideKeys = []string{"policy", "ttl", "pollInterval", "timeout", "price", "queue", "rerun"}
@@ -132,7 +132,7 @@ func decodeServer(n *yaml.Node, dir string, env Lookup) (Spec, error) {
 		key string
 		to  *string
 	}{{"name", &s.Name}, {"cwd", &s.Cwd}, {"url", &s.URL}, {"protocolVersion", &s.ProtocolVersion},
-		{"queue", &s.Queue}, {"prefix", &s.Prefix}} {
+		{"queue", &s.Queue}, {"prefix", &s.Prefix}, {"principalHeader", &s.PrincipalHeader}, {"principalMeta", &s.PrincipalMeta}} {
 		if err := optScalar(f, x.key, x.to); err != nil {
 			return s, err
 		}

@@ -74,6 +74,11 @@ func TestParseServersRefusesBadConfiguration(t *testing.T) {
 		{"bad pattern", "servers: [{name: a, command: [x], tools: ['[']}]", "field tools"},
 		{"negative", "servers: [{name: a, command: [x], concurrency: -1}]", "field concurrency: negative"},
 		{"headers on stdio", "servers: [{name: a, command: [x], headers: {A: b}}]", "field headers: only for a url server"},
+		{"principal header on stdio", "servers: [{name: a, command: [x], principalHeader: X-P}]", "field principalHeader: only for a url server"},
+		{"principal header not a name", "servers: [{name: a, url: 'http://h/', principalHeader: 'X P'}]", `"X P" is not an HTTP header name`},
+		{"principal header the protocol's", "servers: [{name: a, url: 'http://h/', principalHeader: authorization}]", "a header mcpq or the protocol sets"},
+		{"principal header configured", "servers: [{name: a, url: 'http://h/', principalHeader: X-P, headers: {x-p: b}}]", "also in headers"},
+		{"principal meta reserved", "servers: [{name: a, command: [x], principalMeta: io.modelcontextprotocol/who}]", "a key the protocol reserves"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

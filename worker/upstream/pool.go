@@ -59,6 +59,17 @@ func (p *pool) acquire(ctx context.Context) (*slot, error) {
 // release gives the slot back.
 func (p *pool) release(s *slot) { p.slots <- s }
 
+// take waits for a free slot and returns it with its live session; give
+// the slot back with release, whatever the error (sl is nil only when no
+// slot was had).
+func (p *pool) take(ctx context.Context) (sl *slot, sess *session, err error) {
+	if sl, err = p.acquire(ctx); err != nil {
+		return nil, nil, err
+	}
+	sess, err = sl.session(ctx)
+	return sl, sess, err
+}
+
 // errClosed is the error of a pool being shut down.
 var errClosed = errors.New("upstream: shutting down")
 

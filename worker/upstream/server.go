@@ -22,6 +22,7 @@ const (
 type Registry interface {
 	AddTool(ctx context.Context, t worker.Tool) error
 	RemoveTool(name string) bool
+	AddResource(ctx context.Context, r worker.Resource) error
 }
 
 // Server serves one upstream's tools on a worker.
@@ -33,6 +34,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	served map[string]json.RawMessage // mcpq name → the upstream definition served
+	links  map[string]bool            // linked URIs published as resources (links.go)
 }
 
 // NewServer returns the server of spec (validated by Load; New checks it
@@ -46,7 +48,7 @@ func NewServer(spec Spec, reg Registry) (*Server, error) {
 		log = slog.Default()
 	}
 	log = log.With("upstream", spec.Name)
-	s := &Server{spec: spec, reg: reg, log: log, served: map[string]json.RawMessage{}}
+	s := &Server{spec: spec, reg: reg, log: log, served: map[string]json.RawMessage{}, links: map[string]bool{}}
 	s.pool = newPool(&s.spec, log)
 	return s, nil
 }
@@ -94,12 +96,10 @@ func (s *Server) Run(ctx context.Context) {
 // refresh lists the tools on a slot's session and syncs the catalog; it
 // returns the session's end signal.
 func (s *Server) refresh(ctx context.Context) (<-chan struct{}, error) {
-	sl, err := s.pool.acquire(ctx)
-	if err != nil {
-		return nil, err
+	sl, sess, err := s.pool.take(ctx)
+	if sl != nil {
+		defer s.pool.release(sl)
 	}
-	defer s.pool.release(sl)
-	sess, err := sl.session(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,19 @@ import (
 
 // registry collects what a Server publishes.
 type registry struct {
-	mu    sync.Mutex
-	tools map[string]worker.Tool
+	mu        sync.Mutex
+	tools     map[string]worker.Tool
+	resources map[string]worker.Resource
+}
+
+func (r *registry) AddResource(_ context.Context, res worker.Resource) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.resources == nil {
+		r.resources = map[string]worker.Resource{}
+	}
+	r.resources[res.Resource.URI] = res
+	return nil
 }
 
 func (r *registry) AddTool(_ context.Context, t worker.Tool) error {

@@ -39,6 +39,7 @@ type session struct {
 
 	mu       sync.Mutex
 	progress map[string]func(proto.ProgressParams) // by progressToken
+	asked    requestFunc                           // the running call's relay (nil: none runs)
 }
 
 // open settles the era on t: initialize unless the spec forces the
@@ -46,7 +47,7 @@ type session struct {
 // a supported list holding the stateless version, is spoken to statelessly.
 func open(ctx context.Context, t transport, forced string, changed chan struct{}) (*session, error) {
 	s := &session{t: t, changed: changed, progress: map[string]func(proto.ProgressParams){}}
-	t.handle(s.note, nil)
+	t.handle(s.note, s.serverRequest)
 	defer func() {
 		if v, ok := t.(interface{ setVersion(string) }); ok && s.version != "" {
 			v.setVersion(s.version)
@@ -57,7 +58,7 @@ func open(ctx context.Context, t transport, forced string, changed chan struct{}
 		return s, nil
 	}
 	res, err := t.call(ctx, "initialize", map[string]any{"protocolVersion": VersionLegacy,
-		"capabilities": map[string]any{}, "clientInfo": clientInfo}, nil)
+		"capabilities": clientCapabilities, "clientInfo": clientInfo}, nil)
 	var perr *proto.Error
 	switch {
 	case errors.As(err, &perr) && forced == "" && stateless(perr):
@@ -100,7 +101,7 @@ func (s *session) request(ctx context.Context, method string, params map[string]
 	if s.version == VersionStateless {
 		m[proto.MetaProtocolVersion] = VersionStateless
 		m[proto.MetaClientInfo] = clientInfo
-		m[proto.MetaClientCapabilities] = map[string]any{}
+		m[proto.MetaClientCapabilities] = statelessCapabilities
 	}
 	if len(m) > 0 {
 		params["_meta"] = m
@@ -127,6 +128,30 @@ func (s *session) note(method string, params json.RawMessage) {
 		case s.changed <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// serverRequest answers a request the upstream sent: the running call's
+// relay has it (one call at a time runs on a session).
+func (s *session) serverRequest(method string, params json.RawMessage) (any, *proto.Error) {
+	s.mu.Lock()
+	fn := s.asked
+	s.mu.Unlock()
+	if fn == nil {
+		return nil, proto.NewError(proto.CodeMethodNotFound, "Method not found: %s (no call is running)", method)
+	}
+	return fn(method, params)
+}
+
+// onRequest routes the upstream's requests to fn until the returned func runs.
+func (s *session) onRequest(fn requestFunc) func() {
+	s.mu.Lock()
+	s.asked = fn
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.asked = nil
+		s.mu.Unlock()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/mcpq/mcpq/proto"
@@ -58,6 +59,12 @@ type Spec struct {
 	// Rerun allows a call whose worker was lost to be run again even when
 	// the upstream does not declare the tool idempotentHint or readOnlyHint.
 	Rerun bool
+	// PrincipalHeader, when set, names an HTTP header that carries the
+	// calling principal's name to a url server on every request of a call;
+	// PrincipalMeta a _meta key of the tools/call that carries it (any
+	// server). The client's credentials are never sent upstream.
+	PrincipalHeader string
+	PrincipalMeta   string
 	// Overrides change single tools, by upstream name.
 	Overrides map[string]Override
 	// Logger receives the server's stderr and the client's warnings
@@ -109,6 +116,9 @@ func (s *Spec) check() error {
 	default:
 		return fmt.Errorf("field protocolVersion: %q is not %s or %s", s.ProtocolVersion, VersionLegacy, VersionStateless)
 	}
+	if err := s.checkPrincipal(); err != nil {
+		return err
+	}
 	for _, p := range s.Tools {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("field tools: %q is not a name or pattern: %v", p, err)
@@ -123,6 +133,31 @@ func (s *Spec) check() error {
 	for name, o := range s.Overrides {
 		if err := o.check(); err != nil {
 			return fmt.Errorf("field overrides: %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// headerName is an HTTP header field name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// checkPrincipal validates the principal forwarding fields.
+func (s *Spec) checkPrincipal() error {
+	h := s.PrincipalHeader
+	switch {
+	case h != "" && s.URL == "":
+		return errors.New("field principalHeader: only for a url server (use principalMeta for a command server)")
+	case h != "" && !headerName.MatchString(h):
+		return fmt.Errorf("field principalHeader: %q is not an HTTP header name", h)
+	case h != "" && (strings.EqualFold(h, "Authorization") || strings.EqualFold(h, "Mcp-Session-Id") ||
+		strings.EqualFold(h, "MCP-Protocol-Version") || strings.EqualFold(h, "Content-Type") || strings.EqualFold(h, "Accept")):
+		return fmt.Errorf("field principalHeader: %s is a header mcpq or the protocol sets", h)
+	case s.PrincipalMeta != "" && (strings.HasPrefix(s.PrincipalMeta, "io.modelcontextprotocol/") || s.PrincipalMeta == proto.MetaProgressToken):
+		return fmt.Errorf("field principalMeta: %q is a key the protocol reserves", s.PrincipalMeta)
+	}
+	for k := range s.Headers {
+		if h != "" && strings.EqualFold(k, h) {
+			return fmt.Errorf("field principalHeader: %s is also in headers", h)
 		}
 	}
 	return nil

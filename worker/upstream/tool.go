@@ -16,6 +16,15 @@ type upstreamTool struct {
 	OutputSchema json.RawMessage `json:"outputSchema"`
 	Annotations  json.RawMessage `json:"annotations"`
 	Icons        json.RawMessage `json:"icons"`
+	Execution    struct {
+		TaskSupport string `json:"taskSupport"`
+	} `json:"execution"`
+}
+
+// taskable reports whether a 2025-11-25 upstream runs the tool as a task
+// when asked (execution.taskSupport "required" or "optional").
+func (u upstreamTool) taskable() bool {
+	return u.Execution.TaskSupport == "required" || u.Execution.TaskSupport == "optional"
 }
 
 // rerunnable reports whether the upstream declares the tool safe to run
@@ -48,7 +57,7 @@ func (s *Server) tool(u upstreamTool) worker.Tool {
 		InputSchema: nonNull(u.InputSchema), OutputSchema: nonNull(u.OutputSchema),
 		Annotations: nonNull(u.Annotations), Icons: nonNull(u.Icons),
 		Policy: o.Policy, TTL: o.TTL, PollInterval: o.PollInterval, Queue: queue, Price: o.Price,
-		Handler: s.handler(u.Name, rerun, timeout)}
+		Handler: s.handler(u, rerun, timeout)}
 }
 
 // nonNull drops a JSON null (an absent field).

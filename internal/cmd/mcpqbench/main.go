@@ -51,7 +51,7 @@ func run() error {
 	fs.IntVar(&cfg.MemTasks, "mem-tasks", 10_000, "tasks created for the bytes-per-task figure")
 	fs.StringVar(&cfg.Profile, "profile", "", "directory for pprof profiles of create, tasks/get and the worker (none when empty)")
 	fs.BoolVar(&cfg.Billing, "billing", false, "front end with billing on and the noop tool priced (docs/billing.md)")
-	only := fs.String("only", "", "comma-separated groups to run (1..10; default all)")
+	only := fs.String("only", "", "comma-separated groups to run (1..11; default all)")
 	out := fs.String("out", "", "write the report as JSON to this file")
 	md := fs.String("markdown", "", "also write the table as Markdown to this file")
 	limit := fs.Duration("limit", 10*time.Minute, "abort measurements still running after this long")
