@@ -336,7 +336,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { defer close(leaseDone); w.lease(lctx) }()
 	defer func() { stopLease(); <-leaseDone }() // after the jobs went back: then the lease goes
 	srvs, err := queue.Serve(ctx, w.serveConfig(hub, named), w.process)
-	if err != nil {
+	if err != nil && ctx.Err() != nil {
+		return nil // stopped while starting: no job was taken
+	} else if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	w.log.Info("worker started", "entries", n, "queues", w.groups(named))

@@ -119,20 +119,24 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 			LogLevel:                 asynq.WarnLevel,
 		}))
 	}
+	// Wake-ups first: a Serve that fails (its context ended, say) then
+	// fails before any server took a job.
+	wctx, stop := context.WithCancel(context.Background())
+	s.stopWakes = stop
+	if err := s.listenWakes(ctx, wctx, cfg); err != nil {
+		s.release()
+		stop()
+		return nil, fmt.Errorf("queue: subscribe to wake-ups: %w", err)
+	}
 	for i, srv := range s.srvs {
 		if err := srv.Start(mux); err != nil {
 			s.release()
+			stop()
 			for _, started := range s.srvs[:i] {
 				started.Shutdown()
 			}
 			return nil, fmt.Errorf("queue: start asynq: %w", err)
 		}
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	s.stopWakes = stop
-	if err := s.listenWakes(ctx, wctx, cfg); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("queue: subscribe to wake-ups: %w", err)
 	}
 	return s, nil
 }
