@@ -25,11 +25,19 @@ func (d *driver) schedule() []step {
 	if d.cfg.redisStopWith == "KILL" {
 		sig = syscall.SIGKILL
 	}
+	if d.cfg.redisFaults {
+		return d.redisSchedule(sig)
+	}
 	s := []step{
 		{0.10, "SIGKILL worker1", func(ctx context.Context) { d.killWorker(ctx, 0) }},
 		{0.20, "SIGSTOP worker2", func(ctx context.Context) { d.pauseWorker(ctx, 1) }},
 		{0.45, "SIGKILL frontend1", func(ctx context.Context) { d.killFrontend(ctx, 0) }},
 		{0.68, "Redis restart", func(ctx context.Context) { d.restartRedis(ctx, sig) }},
+	}
+	if d.cfg.churn > 0 {
+		// The churn replaces the worker faults of the full run: SIGKILLs
+		// enough, and a SIGSTOPped worker would be killed too.
+		return append([]step{d.churnStep()}, s[2], s[3])
 	}
 	if !d.cfg.short {
 		s = append(s,
@@ -97,7 +105,7 @@ loadLoop:
 					defer func() { <-sem }()
 					cctx, ccancel := context.WithTimeout(runCtx, 20*time.Second)
 					defer ccancel()
-					d.create(cctx)
+					d.create(cctx, runCtx)
 				}()
 			default:
 				d.countCreateErr("not sent: 8 creates already waiting")
