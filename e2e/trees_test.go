@@ -10,25 +10,9 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/internal/redistest"
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/proto"
 )
-
-// treeScript is a command tool whose program leaves a grandchild in its
-// process group (a shell's background job), as a wrapper script or a
-// Python pool does. Before anything else each run writes which processes
-// of earlier runs of its task still live (<task>.alive), then its own pid
-// and its child's (<task>.pids, "attempt pid" lines), so the test reads
-// from the run itself whether two runs of the task ever overlapped.
-const treeScript = `log="$TREE_DIR/$MCPQ_TASK_ID"
-for p in $(cut -d' ' -f2 "$log.pids" 2>/dev/null); do
-  s=$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)
-  case "$s" in ""|Z|X) ;; *) echo "$MCPQ_ATTEMPT $p $s" >> "$log.alive" ;; esac
-done
-echo "$MCPQ_ATTEMPT $$" >> "$log.pids"
-sleep 300 &
-echo "$MCPQ_ATTEMPT $!" >> "$log.pids"
-echo '{"status":"running"}' >&3
-wait`
 
 // treePids reads the task's "attempt pid" lines: pids by attempt.
 func treePids(dir, task string) map[string][]int {
@@ -90,17 +74,19 @@ func TestCommandToolTreeDiesWithItsWorker(t *testing.T) {
 	b := redistest.Real(t)
 	dir := t.TempDir()
 	tools := filepath.Join(dir, "tools.yaml")
-	spec := fmt.Sprintf("tools:\n  - name: tree_job\n    command: [sh, -c, %q]\n    grace: 1s\n    policy: task\n", treeScript)
-	if err := os.WriteFile(tools, []byte(spec), 0o600); err != nil {
+	// chaos_tree (internal/toolpack/chaos/tree.go): a shell with a
+	// background child, which records, before anything else, the processes
+	// of the task's earlier runs still alive (<task>.alive), then its pids.
+	if err := os.WriteFile(tools, []byte(chaos.TreeTools()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"REDIS_URL=" + b.URL, "MCPQ_PREFIX=" + b.Prefix, "MCPQ_LOST_AFTER=2s", "TREE_DIR=" + dir}
 	doomed := start(t, "worker A", env, nil, "worker", "--tools", tools)
 	url := startFrontend(t, env)
-	waitCatalog(t, url, "tree_job")
+	waitCatalog(t, url, "chaos_tree")
 	ctx := within(t)
 	c := taskClient(url)
-	task := createTask(t, ctx, c, "tree_job", map[string]any{})
+	task := createTask(t, ctx, c, "chaos_tree", map[string]any{"steps": 600})
 	first := waitPids(t, ctx, dir, task.TaskID, 1)
 	var old []int
 	for _, pids := range first {

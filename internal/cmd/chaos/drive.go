@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/proto"
 )
 
@@ -128,7 +129,7 @@ func (d *driver) create(ctx, runCtx context.Context) {
 	case r < 55: // long: in flight when faults hit
 		t.tool, t.steps, t.stepMs = "chaos_steps", 20+d.rand(21), 500+d.rand(301)
 	case r >= 85 && d.cfg.commandTools:
-		t.tool, t.steps, t.stepMs = "chaos_tree", 4+d.rand(17), treeStepMs
+		t.tool, t.steps, t.stepMs = "chaos_tree", 4+d.rand(17), chaos.TreeStepMs
 	default:
 		t.tool, t.steps, t.stepMs = "chaos_steps", 3+d.rand(13), 200+d.rand(601)
 	}

@@ -124,8 +124,8 @@ func wrong(t *tk, g *proto.GetTaskResult) string {
 			return fmt.Sprintf("chaos_instant result %q", got)
 		}
 	case t.tool == "chaos_tree":
-		if got := text(); strings.TrimSpace(got) != strings.TrimSpace(treeResult(t.steps)) {
-			return fmt.Sprintf("chaos_tree result %q, want %q", got, treeResult(t.steps))
+		if got := text(); strings.TrimSpace(got) != chaos.TreeResult(t.steps) {
+			return fmt.Sprintf("chaos_tree result %q, want %q", got, chaos.TreeResult(t.steps))
 		}
 	case t.tool == "chaos_steps":
 		if got, want := text(), chaos.StepsResult(t.steps, t.seed); got != want {

@@ -7,32 +7,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 )
 
 // The command-tool experiment (--command-tools, issue 25 item 2): the
-// workers also serve chaos_tree, a command tool whose program leaves a
-// grandchild in its process group (a shell's background job) while it
-// runs, so worker SIGKILLs and SIGSTOPs hit programs with trees. Each run
-// first writes which processes of its task's earlier runs still live
-// (<task>.alive), then its pids (<task>.pids); the checks read those
-// records.
-
-// treeStepMs is the length of one chaos_tree step.
-const treeStepMs = 500
-
-// treeScript is chaos_tree's program; $1 is the number of steps.
-const treeScript = `log="$TREE_DIR/$MCPQ_TASK_ID"
-for p in $(cut -d' ' -f2 "$log.pids" 2>/dev/null); do
-  s=$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)
-  case "$s" in ""|Z|X) ;; *) echo "$MCPQ_ATTEMPT $p $s" >> "$log.alive" ;; esac
-done
-echo "$MCPQ_ATTEMPT $$" >> "$log.pids"
-sleep 600 &
-echo "$MCPQ_ATTEMPT $!" >> "$log.pids"
-i=0
-while [ "$i" -lt "$1" ]; do sleep 0.5; i=$((i+1)); echo "{\"status\":\"step $i/$1\"}" >&3; done
-kill $! 2>/dev/null
-echo "tree $1"`
+// workers also serve chaos_tree (internal/toolpack/chaos/tree.go), a
+// command tool whose program leaves a grandchild in its process group (a
+// shell's background job) while it runs, so worker SIGKILLs and SIGSTOPs
+// hit programs with trees. The checks read the records its runs write.
 
 // treeDir is where chaos_tree's runs keep their records.
 func (d *driver) treeDir() string { return filepath.Join(d.cfg.logs, "trees") }
@@ -43,18 +26,8 @@ func (d *driver) writeTreeTools() (string, error) {
 		return "", err
 	}
 	path := filepath.Join(d.cfg.logs, "tree-tools.yaml")
-	spec := fmt.Sprintf(`tools:
-  - name: chaos_tree
-    inputSchema: {type: object, properties: {steps: {type: integer, minimum: 0}}, required: [steps]}
-    command: [sh, -c, %q, chaos_tree, "{steps}"]
-    grace: 1s
-    policy: task
-`, treeScript)
-	return path, os.WriteFile(path, []byte(spec), 0o644)
+	return path, os.WriteFile(path, []byte(chaos.TreeTools()), 0o644)
 }
-
-// treeResult is chaos_tree's result for steps.
-func treeResult(steps int) string { return fmt.Sprintf("tree %d\n", steps) }
 
 // treeChecks: no run of a chaos_tree task found a process of an earlier
 // run of it alive when it started, and no process of an ended task's runs
