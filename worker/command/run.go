@@ -155,9 +155,12 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 	}
 	cmd := newCmd()
 	err = cmd.Start()
-	if err != nil && tr.startFailed(err) {
+	if err != nil && tr.dropCgroupToRetry() {
+		first := err
 		cmd = newCmd()
-		err = cmd.Start()
+		if err = cmd.Start(); err == nil {
+			tr.cgroupRefused(first)
+		}
 	}
 	pw.Close()
 	if err != nil {

@@ -167,17 +167,23 @@ func (t *tree) attr() *syscall.SysProcAttr {
 	return a
 }
 
-// startFailed is told that starting the program failed; with a cgroup it
-// gives the cgroup up (for this run and, as the host refuses them, every
-// later one) and says whether to try again without.
-func (t *tree) startFailed(err error) (retry bool) {
+// dropCgroupToRetry is told that starting the program failed: with a
+// cgroup it gives this run's up and says to try again without.
+func (t *tree) dropCgroupToRetry() bool {
 	if t.cg == nil {
 		return false
 	}
-	t.k.log.Warn("command tools: cannot start programs in a cgroup; process groups only from now on", "err", err)
-	t.k.noCg.Store(true)
 	t.dropCgroup()
 	return true
+}
+
+// cgroupRefused is told that the program started once out of its cgroup,
+// after starting it inside one failed with err: the host refuses them, so
+// no later run gets one. (A start that fails either way, a missing
+// program, says nothing about cgroups.)
+func (t *tree) cgroupRefused(err error) {
+	t.k.log.Warn("command tools: cannot start programs in a cgroup; process groups only from now on", "err", err)
+	t.k.noCg.Store(true)
 }
 
 // started records the run once its program (pid, its group's leader)

@@ -21,7 +21,9 @@ func (k *keeper) prepare(string, int64) *tree { return &tree{} }
 
 func (t *tree) attr() *syscall.SysProcAttr { return sysProcAttr() }
 
-func (t *tree) startFailed(error) bool { return false }
+func (t *tree) dropCgroupToRetry() bool { return false }
+
+func (t *tree) cgroupRefused(error) {}
 
 func (t *tree) started(pid int) { t.pg = pid }
 
