@@ -178,3 +178,19 @@ func mustGlobT(t *testing.T, pattern string) []string {
 	}
 	return m
 }
+
+// TestMissingProgramKeepsCgroups: a program that cannot start at all says
+// nothing about cgroups: later runs still get theirs.
+func TestMissingProgramKeepsCgroups(t *testing.T) {
+	k := trees(slog.Default())
+	if k.cgroot == "" || k.noCg.Load() {
+		t.Skip("no writable cgroup v2 here")
+	}
+	env := mcpqtest.New(t, mustNew(t, Spec{Name: "missing", Command: []string{"/nonexistent/program"}}))
+	if res := env.Call(t, "missing", map[string]any{}).Result(t); !res.IsError {
+		t.Fatalf("result %+v, want a tool error", res)
+	}
+	if k.noCg.Load() {
+		t.Fatal("a missing program turned cgroups off")
+	}
+}
