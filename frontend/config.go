@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +60,10 @@ type Config struct {
 	// Auth authenticates requests (default: everyone is the "anonymous"
 	// principal, as in mcpq dev without keys).
 	Auth Authenticator
+	// OnAuthenticated, when set, is called with each request that
+	// authenticated, before it is served (cmd/mcpq lifts the connection's
+	// --unauthenticated-timeout with it).
+	OnAuthenticated func(*http.Request)
 	// RateLimit is each principal's sustained requests per second across
 	// all replicas (token bucket in Redis); 0 turns it off. Default 0.
 	RateLimit float64

@@ -205,6 +205,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (string, error) {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		return "", withStatus(proto.NewError(proto.CodeInvalidRequest, "Unauthorized: %v", err), http.StatusUnauthorized)
 	}
+	if s.cfg.OnAuthenticated != nil {
+		s.cfg.OnAuthenticated(r)
+	}
 	if s.cfg.RateLimit > 0 {
 		ok, wait, err := s.buckets.Allow(r.Context(), principal, s.cfg.RateLimit, s.cfg.RateBurst)
 		if err != nil {

@@ -97,7 +97,7 @@ func (c *Call) Step(ctx context.Context, fn func(ctx context.Context) error) err
 
 // Progress sets the task's statusMessage.
 func (c *Call) Progress(ctx context.Context, message string) error {
-	return c.stateErr(c.store.Progress(ctx, c.ref, c.Attempt, message))
+	return c.outlast(ctx, func(ctx context.Context) error { return c.store.Progress(ctx, c.ref, c.Attempt, message) })
 }
 
 // Meter reports units of metered usage of the call so far (added to what
@@ -128,11 +128,13 @@ func (c *Call) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := c.store.Heartbeat(ctx, c.ref, c.Attempt)
-	if err == nil || errors.Is(err, taskstate.ErrCancelled) {
-		c.worker.metrics.heartbeats.Inc()
-	}
-	return c.stateErr(err)
+	return c.outlast(ctx, func(ctx context.Context) error {
+		err := c.store.Heartbeat(ctx, c.ref, c.Attempt)
+		if err == nil || errors.Is(err, taskstate.ErrCancelled) {
+			c.worker.metrics.heartbeats.Inc()
+		}
+		return err
+	})
 }
 
 func (c *Call) cancelRequested() bool {

@@ -104,7 +104,7 @@ func (c *Call) SaveCheckpoint(ctx context.Context, v any) error {
 	if len(b) > MaxCheckpointBytes {
 		return &CheckpointTooLargeError{Size: len(b)}
 	}
-	if err := c.stateErr(c.store.SaveCheckpoint(ctx, c.ref, c.Attempt, b)); err != nil {
+	if err := c.outlast(ctx, func(ctx context.Context) error { return c.store.SaveCheckpoint(ctx, c.ref, c.Attempt, b) }); err != nil {
 		return err
 	}
 	c.record.Checkpoint = b

@@ -65,8 +65,8 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 
 // httpLimits are the HTTP server's limits.
 type httpLimits struct {
-	maxHeaderBytes, maxConns, perAddress int
-	readHeaderTimeout, readTimeout, idle time.Duration
+	maxHeaderBytes, maxConns, perAddress                  int
+	readHeaderTimeout, readTimeout, idle, unauthenticated time.Duration
 }
 
 func httpFlags(fs *flag.FlagSet) *httpLimits {
@@ -77,6 +77,8 @@ func httpFlags(fs *flag.FlagSet) *httpLimits {
 	fs.IntVar(&h.maxConns, "max-connections", envInt("MCPQ_MAX_CONNECTIONS", 4096), "most open client connections; more wait to be accepted, 0 = no limit (env MCPQ_MAX_CONNECTIONS)")
 	fs.IntVar(&h.perAddress, "max-connections-per-address", envInt("MCPQ_MAX_CONNECTIONS_PER_ADDRESS", 256), "most open connections from one client IP address; more are answered 429 and closed, 0 = no limit; behind a proxy every client has its address, so raise it or use 0 (env MCPQ_MAX_CONNECTIONS_PER_ADDRESS)")
 	fs.DurationVar(&h.idle, "idle-timeout", envDuration("MCPQ_IDLE_TIMEOUT", 2*time.Minute), "keep-alive idle time (env MCPQ_IDLE_TIMEOUT)")
+	fs.DurationVar(&h.unauthenticated, "unauthenticated-timeout", envDuration("MCPQ_UNAUTHENTICATED_TIMEOUT", 10*time.Second),
+		"longest a connection may stay open without an authenticated request; it is closed when idle past it, 0 = no limit (env MCPQ_UNAUTHENTICATED_TIMEOUT)")
 	return h
 }
 
@@ -84,13 +86,15 @@ func httpFlags(fs *flag.FlagSet) *httpLimits {
 // order. There is no write timeout: answers may be held open up to the sync
 // wait limit, and listen streams last as long as the client wants.
 func serveHTTP(ctx context.Context, log *slog.Logger, ln net.Listener, cfg frontend.Config, h *httpLimits) error {
+	hs := &http.Server{MaxHeaderBytes: h.maxHeaderBytes,
+		ReadHeaderTimeout: h.readHeaderTimeout, ReadTimeout: h.readTimeout, IdleTimeout: h.idle}
+	cfg.OnAuthenticated = newAuthWatch(h.unauthenticated).install(hs)
 	srv, err := frontend.New(cfg)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	hs := &http.Server{Handler: srv.Handler(), MaxHeaderBytes: h.maxHeaderBytes,
-		ReadHeaderTimeout: h.readHeaderTimeout, ReadTimeout: h.readTimeout, IdleTimeout: h.idle}
+	hs.Handler = srv.Handler()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(limitPerAddress(limitConnections(ln, h.maxConns), h.perAddress)) }()
 	select {

@@ -124,7 +124,7 @@ func New(spec Spec) (worker.Tool, error) {
 	if err != nil {
 		return worker.Tool{}, fmt.Errorf("command tool %q: field outputSchema: %w", spec.Name, err)
 	}
-	r := &runner{spec: spec, out: out}
+	r := &runner{spec: spec, out: out, trees: trees(spec.Logger)}
 	return worker.Tool{Name: spec.Name, Title: spec.Title, Description: spec.Description,
 		InputSchema: spec.InputSchema, OutputSchema: spec.OutputSchema, Policy: spec.Policy, TTL: spec.TTL, PollInterval: spec.PollInterval,
 		Queue: spec.Queue, Price: spec.Price, Scopes: spec.Scopes, Handler: r.handle}, nil

@@ -41,8 +41,9 @@ const stderrTail = 4 << 10
 
 // runner runs one spec's program for each call.
 type runner struct {
-	spec Spec
-	out  outputSchema
+	spec  Spec
+	out   outputSchema
+	trees *keeper // the process's run records (tree_linux.go)
 }
 
 // runDir is the private folder of one run.
@@ -141,17 +142,31 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer pr.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = r.spec.Dir
-	cmd.Env = r.environ(c, d)
-	cmd.Stdout, cmd.Stderr = stdout, stderr // files: no pipe a child could hold Wait up on
-	cmd.ExtraFiles = []*os.File{pw}         // descriptor 3 (statusFD)
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		pw.Close()
-		return nil, fmt.Errorf("%s: cannot start %s: %w", name, argv[0], err)
+	tr := r.trees.prepare(c.TaskID, c.Attempt)
+	defer tr.release()
+	newCmd := func() *exec.Cmd {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = r.spec.Dir
+		cmd.Env = r.environ(c, d)
+		cmd.Stdout, cmd.Stderr = stdout, stderr // files: no pipe a child could hold Wait up on
+		cmd.ExtraFiles = []*os.File{pw}         // descriptor 3 (statusFD)
+		cmd.SysProcAttr = tr.attr()
+		return cmd
+	}
+	cmd := newCmd()
+	err = cmd.Start()
+	if err != nil && tr.dropCgroupToRetry() {
+		first := err
+		cmd = newCmd()
+		if err = cmd.Start(); err == nil {
+			tr.cgroupRefused(first)
+		}
 	}
 	pw.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot start %s: %w", name, argv[0], err)
+	}
+	tr.started(cmd.Process.Pid)
 	// A protocol line can end the run too: an input request that parks
 	// the task (the program is stopped; it runs again once answered).
 	pctx, end := context.WithCancelCause(rctx)
@@ -162,16 +177,15 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 		r.readProtocol(ctx, c, pr, d, end)
 	}()
 	exited, reap := awaitExit(cmd)
-	pid := cmd.Process.Pid
 	timedOut := false
 	select {
 	case <-exited:
 	case <-pctx.Done():
 		timedOut = ctx.Err() == nil && rctx.Err() != nil
 		writeStop(d.stop, stopReason(ctx, rctx))
-		r.stop(pid, exited)
+		r.stop(tr, exited)
 	}
-	signalGroup(pid, syscall.SIGKILL) // whatever is left of the group
+	tr.kill() // whatever is left of the group and the cgroup
 	werr := reap()
 	// Every line the program wrote is applied before the outcome. A
 	// process that left the group and still holds the descriptor does not
@@ -213,10 +227,11 @@ func (r *runner) run(ctx context.Context, c *worker.Call, argv []string, d runDi
 }
 
 // stop sends SIGTERM to the program's group and waits for the program for
-// the grace period; then SIGKILL goes to the group and stop waits for the
-// program's end (immediate: SIGKILL cannot be caught).
-func (r *runner) stop(pid int, exited <-chan struct{}) {
-	signalGroup(pid, syscall.SIGTERM)
+// the grace period; then SIGKILL goes to the run's tree (its group and its
+// cgroup) and stop waits for the program's end (immediate: SIGKILL cannot
+// be caught).
+func (r *runner) stop(tr *tree, exited <-chan struct{}) {
+	signalGroup(tr.pgid(), syscall.SIGTERM)
 	t := time.NewTimer(r.spec.Grace)
 	defer t.Stop()
 	select {
@@ -224,7 +239,7 @@ func (r *runner) stop(pid int, exited <-chan struct{}) {
 		return
 	case <-t.C:
 	}
-	signalGroup(pid, syscall.SIGKILL)
+	tr.kill()
 	<-exited
 }
 

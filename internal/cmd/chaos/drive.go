@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/proto"
 )
 
@@ -114,8 +115,10 @@ func (d *driver) rand(n int) int {
 	return d.rng.IntN(n)
 }
 
-// create starts one task of the mix.
-func (d *driver) create(ctx context.Context) {
+// create starts one task of the mix within ctx; its random cancel, if
+// any, is sent within runCtx (ctx ends when create returns, which before
+// this made every random cancel a no-op).
+func (d *driver) create(ctx, runCtx context.Context) {
 	t := &tk{seed: int64(d.rand(1_000_000))}
 	args := map[string]any{"seed": t.seed}
 	switch r := d.rand(100); {
@@ -125,16 +128,22 @@ func (d *driver) create(ctx context.Context) {
 		t.tool = "chaos_fail"
 	case r < 55: // long: in flight when faults hit
 		t.tool, t.steps, t.stepMs = "chaos_steps", 20+d.rand(21), 500+d.rand(301)
+	case r >= 85 && d.cfg.commandTools:
+		t.tool, t.steps, t.stepMs = "chaos_tree", 4+d.rand(17), chaos.TreeStepMs
 	default:
 		t.tool, t.steps, t.stepMs = "chaos_steps", 3+d.rand(13), 200+d.rand(601)
 	}
-	if t.tool == "chaos_steps" {
+	if t.tool == "chaos_steps" || t.tool == "chaos_tree" {
 		// Every task must be able to end before the run does, even after a
 		// takeover: its nominal time fits in what is left minus the
 		// takeover target and a margin (near the end: fewer steps, or none).
 		budget := time.Until(d.end) - d.cfg.takeoverMax - 5*time.Second
 		t.steps = max(0, min(t.steps, int(budget/(time.Duration(t.stepMs)*time.Millisecond))))
 		args["steps"], args["stepMs"] = t.steps, t.stepMs
+		if t.tool == "chaos_tree" {
+			delete(args, "stepMs")
+			delete(args, "seed")
+		}
 	}
 	var ans *client.ToolAnswer
 	err := d.do(func(c *client.Client) (err error) { ans, err = c.CallTool(ctx, t.tool, args); return err })
@@ -152,9 +161,9 @@ func (d *driver) create(ctx context.Context) {
 	d.tasks = append(d.tasks, t)
 	d.byID[t.id] = t
 	d.mu.Unlock()
-	if t.tool == "chaos_steps" && d.rand(100) < d.cfg.cancelPct {
+	if (t.tool == "chaos_steps" || t.tool == "chaos_tree") && d.rand(100) < d.cfg.cancelPct {
 		delay := time.Duration(300+d.rand(4000)) * time.Millisecond
-		d.after(ctx, delay, func() { d.cancel(ctx, t, "random") })
+		d.after(runCtx, delay, func() { d.cancel(runCtx, t, "random") })
 	}
 }
 
@@ -317,12 +326,7 @@ func (d *driver) addFault(f fault) {
 // restartRedis stops Redis with sig and starts it again on the same port
 // and folder (AOF), then re-attaches the monitor.
 func (d *driver) restartRedis(ctx context.Context, sig syscall.Signal) {
-	r := &redisRestart{}
-	for _, w := range d.workers { // tasks held by a running worker are in flight
-		if w.alive() && !w.isPaused() {
-			r.inFlight = append(r.inFlight, d.held(w.pid())...)
-		}
-	}
+	r := &redisRestart{inFlight: d.inFlight()} // tasks held by a running worker are in flight
 	d.monitorExpected.Store(true)
 	r.down = time.Now()
 	d.gate.down()

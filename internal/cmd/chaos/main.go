@@ -61,6 +61,10 @@ type config struct {
 	workers          int
 	frontends        int
 	redisStopWith    string
+	redisFaults      bool          // the Redis run: a freeze and a restart, no worker faults (redisfaults.go)
+	redisPause       time.Duration // the freeze's length
+	commandTools     bool          // also run chaos_tree, a command tool with a grandchild (trees.go)
+	churn            int           // worker SIGKILLs of the churn (churn.go; 0: none)
 }
 
 func parseFlags(args []string) (config, error) {
@@ -85,6 +89,10 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.cancelMax, "cancel-max", 5*time.Second, "target: every cancel terminal within this of its ack")
 	fs.DurationVar(&c.resumeMax, "resume-max", 10*time.Second, "target: in-flight tasks write again within this of Redis returning")
 	fs.StringVar(&c.redisStopWith, "redis-signal", "TERM", "how Redis is stopped for its restart: TERM or KILL")
+	fs.BoolVar(&c.redisFaults, "redis-faults", false, "the Redis run: Redis frozen (SIGSTOP) for --redis-pause, later restarted, every worker alive; checks that nothing is taken from a live worker")
+	fs.DurationVar(&c.redisPause, "redis-pause", 30*time.Second, "how long the Redis run keeps Redis frozen")
+	fs.IntVar(&c.churn, "churn", 0, "continuous churn: this many worker SIGKILLs, one every 2 to 5 s from 30% of the load phase (0: none); adds the claimed-after-takeover check")
+	fs.BoolVar(&c.commandTools, "command-tools", false, "also run chaos_tree, a command tool whose program has a grandchild, and check that no two runs of a task overlap and none is left")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: chaos [flags] [-- extra mcpq worker flags]")
 		fs.PrintDefaults()
@@ -125,8 +133,13 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("--fault-cancel-after %s: must be from 0 to half of --duration", c.faultCancelAfter)
 	case c.cancelPct < 0 || c.cancelPct > 100 || c.followPct < 0 || c.followPct > 100:
 		return c, errors.New("--cancel-pct and --follow-pct must be from 0 to 100")
+	case c.churn < 0 || c.churn > 100 || (c.churn > 0 && (c.short || c.redisFaults)):
+		return c, fmt.Errorf("--churn %d: must be from 0 to 100, and only in the full run", c.churn)
 	case c.redisStopWith != "TERM" && c.redisStopWith != "KILL":
 		return c, fmt.Errorf("--redis-signal %q: must be TERM or KILL", c.redisStopWith)
+	}
+	if c.redisFaults && (c.short || c.redisPause <= frozenBound+time.Second || c.redisPause > time.Duration(float64(c.duration)*c.loadShare*0.45)) {
+		return c, fmt.Errorf("--redis-faults: --redis-pause %s must be above %s and at most 45%% of the load phase, without --short", c.redisPause, frozenBound+time.Second)
 	}
 	if c.pause > time.Duration(float64(c.duration)*c.loadShare*0.45) {
 		return c, fmt.Errorf("--pause %s does not fit the load phase of --duration %s (at most 45%% of it)", c.pause, c.duration)
@@ -164,6 +177,7 @@ type driver struct {
 	createErrs   map[string]int
 	faults       []fault
 	redisRestart *redisRestart
+	redisPause   *redisPause
 	listen       listenStats
 	start, end   time.Time // the run's start, and its end: load and drain
 }
@@ -234,6 +248,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (bool, error) {
 }
 
 func variant(c config) string {
+	if c.redisFaults {
+		return "the Redis run"
+	}
 	if c.short {
 		return "the short variant"
 	}
@@ -264,9 +281,17 @@ func (d *driver) startAll(ctx context.Context) error {
 		return err
 	}
 	env := []string{"REDIS_URL=redis://" + d.gate.addr() + "/0", "MCPQ_PREFIX=" + d.prefix}
+	wargs, wenv := []string{"worker", "--fixtures", "chaos"}, env
+	if d.cfg.commandTools {
+		tools, err := d.writeTreeTools()
+		if err != nil {
+			return err
+		}
+		wargs, wenv = append(wargs, "--tools", tools), append(wenv[:len(wenv):len(wenv)], "TREE_DIR="+d.treeDir())
+	}
 	for i := range d.cfg.workers {
-		args := append([]string{"worker", "--fixtures", "chaos"}, d.cfg.workerArgs...)
-		w := &proc{name: fmt.Sprintf("worker%d", i+1), bin: d.cfg.mcpq, args: args, env: env, logs: d.cfg.logs}
+		args := append(append([]string(nil), wargs...), d.cfg.workerArgs...)
+		w := &proc{name: fmt.Sprintf("worker%d", i+1), bin: d.cfg.mcpq, args: args, env: wenv, logs: d.cfg.logs}
 		if err := w.start(); err != nil {
 			return err
 		}
@@ -304,6 +329,9 @@ func (d *driver) startAll(ctx context.Context) error {
 			if strings.HasPrefix(t.Name, "chaos_") {
 				n++
 			}
+		}
+		if d.cfg.commandTools {
+			return n == 4
 		}
 		return n == 3
 	})

@@ -44,6 +44,8 @@ type obs struct {
 	cancelReq time.Time      // first cancel request (flag set or cancelled at once)
 	overlaps  []string       // accepted writes of an attempt older than a newer one's
 	tagged    map[int64]bool // attempts seen writing a tag or checkpoint
+	fences    []time.Time    // takeovers: the take-back script's HINCRBY lost
+	starts    []time.Time    // claims: every HSET running of a delivery (claim.lua)
 }
 
 // observer keeps what the monitor saw, by task id.
@@ -119,6 +121,11 @@ func (o *observer) line(s string) error {
 		if id, ok := o.id(args[1], ":task:"); ok {
 			o.hset(o.task(id), args[2:], at)
 		}
+	case cmd == "HINCRBY" && len(args) == 4 && args[2] == "lost":
+		if id, ok := o.id(args[1], ":task:"); ok {
+			t := o.task(id)
+			t.fences = append(t.fences, at)
+		}
 	case cmd == "HINCRBY" && len(args) == 4 && args[2] == "attempt":
 		if id, ok := o.id(args[1], ":task:"); ok {
 			t := o.task(id)
@@ -167,6 +174,7 @@ func (o *observer) hset(t *obs, kv []string, at time.Time) {
 		case "running":
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 				t.claim(n, at)
+				t.starts = append(t.starts, at)
 			}
 		case "statusMessage":
 			if a, pid, ok := chaos.ParseTag(v); ok {

@@ -123,6 +123,10 @@ func wrong(t *tk, g *proto.GetTaskResult) string {
 		if got := text(); got != chaos.InstantResult(t.seed) {
 			return fmt.Sprintf("chaos_instant result %q", got)
 		}
+	case t.tool == "chaos_tree":
+		if got := text(); strings.TrimSpace(got) != chaos.TreeResult(t.steps) {
+			return fmt.Sprintf("chaos_tree result %q, want %q", got, chaos.TreeResult(t.steps))
+		}
 	case t.tool == "chaos_steps":
 		if got, want := text(), chaos.StepsResult(t.steps, t.seed); got != want {
 			return fmt.Sprintf("chaos_steps result %q, want %q", got, want)
@@ -214,7 +218,19 @@ func (d *driver) report(ctx context.Context) *report {
 	r.checks = append(r.checks, check{"overlapping attempts",
 		fmt.Sprintf("%d (%s)%s", len(overlaps), coverage, examples(overlaps)), len(overlaps) == 0 && len(d.obs.gaps) == 0})
 
+	if c.commandTools {
+		r.checks = append(r.checks, d.treeChecks()...)
+	}
+	if c.redisFaults {
+		r.checks = append(r.checks, d.cancelCheck(ts)...)
+		r.checks = append(r.checks, d.listenCheck())
+		r.checks = append(r.checks, d.redisChecks()...)
+		return r
+	}
 	r.checks = append(r.checks, d.takeoverCheck())
+	if c.churn > 0 {
+		r.checks = append(r.checks, d.claimAfterFenceCheck())
+	}
 	r.checks = append(r.checks, d.cancelCheck(ts)...)
 	r.checks = append(r.checks, d.listenCheck())
 	r.checks = append(r.checks, d.resumeCheck())

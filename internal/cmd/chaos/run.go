@@ -25,18 +25,43 @@ func (d *driver) schedule() []step {
 	if d.cfg.redisStopWith == "KILL" {
 		sig = syscall.SIGKILL
 	}
+	if d.cfg.redisFaults {
+		return d.redisSchedule(sig)
+	}
 	s := []step{
-		{0.10, "SIGKILL worker1", func(ctx context.Context) { d.killWorker(ctx, 0) }},
-		{0.20, "SIGSTOP worker2", func(ctx context.Context) { d.pauseWorker(ctx, 1) }},
+		{0.10, "SIGKILL a worker", func(ctx context.Context) { d.killWorker(ctx, d.busiest()) }},
+		{0.20, "SIGSTOP a worker", func(ctx context.Context) { d.pauseWorker(ctx, d.busiest()) }},
 		{0.45, "SIGKILL frontend1", func(ctx context.Context) { d.killFrontend(ctx, 0) }},
 		{0.68, "Redis restart", func(ctx context.Context) { d.restartRedis(ctx, sig) }},
 	}
+	if d.cfg.churn > 0 {
+		// The churn replaces the worker faults of the full run: SIGKILLs
+		// enough, and a SIGSTOPped worker would be killed too.
+		return append([]step{d.churnStep()}, s[2], s[3])
+	}
 	if !d.cfg.short {
 		s = append(s,
-			step{0.78, "SIGKILL worker3", func(ctx context.Context) { d.killWorker(ctx, 2) }},
+			step{0.78, "SIGKILL a worker", func(ctx context.Context) { d.killWorker(ctx, d.busiest()) }},
 			step{0.88, "SIGKILL frontend2", func(ctx context.Context) { d.killFrontend(ctx, 1) }})
 	}
 	return s
+}
+
+// busiest is the running (not stopped) worker that holds the most
+// unfinished tasks, so a fault always catches some and the takeover check
+// has something to measure (the first such worker on a tie or when none
+// holds any).
+func (d *driver) busiest() int {
+	best, most := -1, -1
+	for i, w := range d.workers {
+		if !w.alive() || w.isPaused() {
+			continue
+		}
+		if n := len(d.held(w.pid())); n > most {
+			best, most = i, n
+		}
+	}
+	return max(best, 0)
 }
 
 // drive creates tasks and injects the faults for the load phase, then
@@ -97,7 +122,7 @@ loadLoop:
 					defer func() { <-sem }()
 					cctx, ccancel := context.WithTimeout(runCtx, 20*time.Second)
 					defer ccancel()
-					d.create(cctx)
+					d.create(cctx, runCtx)
 				}()
 			default:
 				d.countCreateErr("not sent: 8 creates already waiting")
