@@ -109,8 +109,3 @@ func (k Keys) Holds(owner string) string { return k.Prefix + "{" + owner + "}:ho
 func (k Keys) idempotency(owner, keyHash string) string {
 	return k.Prefix + "{" + owner + "}:idem:" + keyHash
 }
-
-// linked is the resources one owner may read because a task of theirs
-// linked them (links.go): member the URI, score until when (unix ms).
-// Type: sorted set.
-func (k Keys) linked(owner string) string { return k.Prefix + "{" + owner + "}:linked" }

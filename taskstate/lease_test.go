@@ -27,12 +27,12 @@ func TestWorkerLease(t *testing.T) {
 		t.Run("a live worker keeps a task with an old heartbeat", func(t *testing.T) {
 			ref := a.create(t, taskstate.CreateParams{})
 			attempt := a.claim(t, ref)
-			if err := a.s.Lease(ctx(t)); err != nil {
+			if err := a.s.Catalog().Lease(ctx(t), a.s.Worker()); err != nil {
 				t.Fatal(err)
 			}
 			for range 4 { // 32 s without a task heartbeat, the lease renewed
 				a.clock.Advance(8 * time.Second)
-				if err := a.s.Lease(ctx(t)); err != nil {
+				if err := a.s.Catalog().Lease(ctx(t), a.s.Worker()); err != nil {
 					t.Fatal(err)
 				}
 				if taken, _ := other.takeover(t, 3); len(taken) != 0 {
@@ -65,10 +65,10 @@ func TestWorkerLease(t *testing.T) {
 		t.Run("a dropped lease frees the tasks at their heartbeat", func(t *testing.T) {
 			ref := a.create(t, taskstate.CreateParams{})
 			a.claim(t, ref)
-			if err := a.s.Lease(ctx(t)); err != nil {
+			if err := a.s.Catalog().Lease(ctx(t), a.s.Worker()); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.s.Unlease(ctx(t)); err != nil {
+			if err := a.s.Catalog().Unlease(ctx(t), a.s.Worker()); err != nil {
 				t.Fatal(err)
 			}
 			a.clock.Advance(11 * time.Second)
@@ -79,7 +79,7 @@ func TestWorkerLease(t *testing.T) {
 		t.Run("a released hold is claimed at once", func(t *testing.T) {
 			ref := a.create(t, taskstate.CreateParams{})
 			attempt := a.claim(t, ref)
-			if err := a.s.Lease(ctx(t)); err != nil {
+			if err := a.s.Catalog().Lease(ctx(t), a.s.Worker()); err != nil {
 				t.Fatal(err)
 			}
 			if err := other.s.Release(ctx(t), ref, attempt+1); !errors.Is(err, taskstate.ErrStale) {

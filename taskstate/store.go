@@ -51,8 +51,8 @@ type Options struct {
 	Series *series.Recorder
 	// Worker, when set, is the id of the worker this store claims tasks
 	// for: Claim records it in the task and in the attempt's timeline entry
-	// (package timeline), Lease renews its liveness, and the takeover scan keeps
-	// a task whose worker's lease is live (lease.go). Default "": claims
+	// (package timeline), its lease in the catalog says it lives, and the takeover scan keeps
+	// a task whose worker's lease is live (catalog.Catalog.Lease). Default "": claims
 	// name no worker (a front end's store).
 	Worker string
 }

@@ -35,7 +35,7 @@ type TakeoverStats struct {
 // true, each lost delivery is taken back (its attempt fenced off, a new job
 // number issued, which the caller enqueues), or the task ends "failed"
 // once it has lost more than maxLost deliveries. A delivery is lost only
-// when its worker's lease (lease.go) is LostAfter old too: a live worker
+// when its worker's lease (catalog.Catalog.Lease) is LostAfter old too: a live worker
 // keeps its tasks whatever their heartbeats say. Callers pass takeLost =
 // false while they cannot tell a lost worker from their own outage (after
 // one, every lease is old until live workers renew theirs).
@@ -105,7 +105,7 @@ func (sc *takeoverScan) one(ctx context.Context, ref Ref) (left bool, err error)
 			}
 			worker, _ = res[1].(string)
 			if sc.leases == nil {
-				if sc.leases, err = s.leases(ctx); err != nil {
+				if sc.leases, err = s.catalog.Leases(ctx); err != nil {
 					return false, err
 				}
 			}

@@ -324,7 +324,7 @@ func TestFencing(t *testing.T) {
 			}
 			// A re-delivery elsewhere: only a holder the store cannot judge
 			// (no worker named, as an older mcpq claims) loses a task to a
-			// second delivery; a live worker keeps it (taskstate/lease.go).
+			// second delivery; a live worker keeps it (taskstate/catalog/leases.go).
 			if err := h.b.Client.HDel(ctx, h.store.Keys().Task(tk.ref), "worker").Err(); err != nil {
 				t.Fatal(err)
 			}

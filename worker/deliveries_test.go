@@ -38,7 +38,7 @@ func TestCancelReachesNewerDelivery(t *testing.T) {
 		}
 		// Job 0 delivered again (an id asynq takes twice) for a holder the
 		// store cannot judge (no worker named, as an older mcpq claims); a
-		// holder that names a worker keeps its task (taskstate/lease.go).
+		// holder that names a worker keeps its task (taskstate/catalog/leases.go).
 		if err := b.Client.HDel(context.Background(), h.store.Keys().Task(tk.ref), "worker").Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ func workerID(name string) string {
 }
 
 // lease renews the worker's lease every HeartbeatInterval until ctx ends,
-// then drops it (taskstate/lease.go): the takeover scan keeps every task of
+// then drops it (taskstate/catalog/leases.go): the takeover scan keeps every task of
 // a worker whose lease is live, so a task heartbeat lost to a Redis outage
 // does not cost the task's work. When a renewal goes through after a
 // failed one (Redis is back), every running delivery heartbeats at once.
@@ -28,7 +28,7 @@ func (w *Worker) lease(ctx context.Context) {
 	defer t.Stop()
 	failing := false
 	for {
-		err := w.store.Lease(ctx)
+		err := w.store.Catalog().Lease(ctx, w.store.Worker())
 		switch {
 		case err != nil && ctx.Err() == nil:
 			if !failing {
@@ -44,7 +44,7 @@ func (w *Worker) lease(ctx context.Context) {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			defer cancel()
-			if err := w.store.Unlease(dctx); err != nil {
+			if err := w.store.Catalog().Unlease(dctx, w.store.Worker()); err != nil {
 				w.log.Warn("worker lease not dropped: it ages out", "err", err)
 			}
 			return

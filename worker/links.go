@@ -11,11 +11,11 @@ func (c *Call) GrantRead(ctx context.Context, uris ...string) error {
 	if until.IsZero() {
 		until = c.store.Now().Add(c.worker.cfg.MaxTTL)
 	}
-	return c.store.GrantRead(ctx, c.ref, uris, until)
+	return c.store.Catalog().GrantRead(ctx, c.ref.Owner, uris, until)
 }
 
 // MayRead reports whether a task of the principal making this call (a
 // resources/read) was granted uri with GrantRead, and the grant holds.
 func (c *Call) MayRead(ctx context.Context, uri string) (bool, error) {
-	return c.store.MayRead(ctx, c.ref.Owner, uri)
+	return c.store.Catalog().MayRead(ctx, c.ref.Owner, uri)
 }

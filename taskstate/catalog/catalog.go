@@ -1,9 +1,12 @@
 // Package catalog is mcpq's shared catalog in Redis: the entries workers
 // publish (tools, prompts, resources, resource templates, completion
 // handlers), which of them a live worker serves now, and the announcements
-// front ends follow when either changes. Its key names are built in
-// keys.go; its one script is serving.lua. A taskstate.Store hands out the
-// Catalog of its Redis and prefix (Store.Catalog).
+// front ends follow when either changes; with them the workers' leases
+// (leases.go: which workers live, for the takeover scan) and the resources
+// a task linked for its owner to read (grants.go). Its key names are built
+// in keys.go and beside what uses them; its scripts are serving.lua and
+// resource_change.lua. A taskstate.Store hands out the Catalog of its
+// Redis and prefix (Store.Catalog).
 package catalog
 
 import (

@@ -1,4 +1,4 @@
-package taskstate
+package catalog
 
 import (
 	"context"
@@ -9,23 +9,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// GrantRead lets ref's owner read uris until until (a resource_link of a
+// linked is the resources one owner (a principal's tag,
+// taskstate.OwnerTag) may read because a task of theirs linked them:
+// member the URI, score until when (unix ms). Type: sorted set.
+func (k Keys) linked(owner string) string { return k.Prefix + "{" + owner + "}:linked" }
+
+// GrantRead lets owner read uris until until (a resource_link of a task's
 // result that a worker serves only to the principal whose task linked it,
 // such as an upstream MCP server's; worker/upstream). A later grant of the
 // same URI extends it, never shortens it; grants past until are dropped
 // as the owner's set is written.
-func (s *Store) GrantRead(ctx context.Context, ref Ref, uris []string, until time.Time) error {
+func (s *Catalog) GrantRead(ctx context.Context, owner string, uris []string, until time.Time) error {
 	if len(uris) == 0 {
 		return nil
 	}
-	key, at := s.keys.linked(ref.Owner), until.UnixMilli()
+	key, at := s.keys.linked(owner), until.UnixMilli()
 	members := make([]redis.Z, len(uris))
 	for i, u := range uris {
 		members[i] = redis.Z{Score: float64(at), Member: u}
 	}
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAddGT(ctx, key, members...)
-		p.ZRemRangeByScore(ctx, key, "-inf", "("+strconv.FormatInt(s.nowMs(), 10))
+		p.ZRemRangeByScore(ctx, key, "-inf", "("+strconv.FormatInt(s.now().UnixMilli(), 10))
 		return nil
 	})
 	if err != nil {
@@ -39,7 +44,7 @@ func (s *Store) GrantRead(ctx context.Context, ref Ref, uris []string, until tim
 }
 
 // MayRead reports whether a task of owner linked uri and the grant holds.
-func (s *Store) MayRead(ctx context.Context, owner, uri string) (bool, error) {
+func (s *Catalog) MayRead(ctx context.Context, owner, uri string) (bool, error) {
 	at, err := s.rdb.ZScore(ctx, s.keys.linked(owner), uri).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
@@ -47,5 +52,5 @@ func (s *Store) MayRead(ctx context.Context, owner, uri string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return int64(at) > s.nowMs(), nil
+	return int64(at) > s.now().UnixMilli(), nil
 }
