@@ -17,8 +17,8 @@ import (
 // startOAuthDev runs `mcpq dev --fixtures conformance` accepting only
 // OAuth access tokens of a real oidc-provider (no API key, no anonymous
 // access) and returns the provider and the MCP URL. Access tokens live
-// accessTTL seconds.
-func startOAuthDev(t *testing.T, accessTTL int) (*oidctest.Provider, string) {
+// accessTTL seconds; clients are registered with the provider in advance.
+func startOAuthDev(t *testing.T, accessTTL int, clients ...oidctest.Client) (*oidctest.Provider, string) {
 	t.Helper()
 	port, err := redistest.FreePort()
 	if err != nil {
@@ -27,7 +27,7 @@ func startOAuthDev(t *testing.T, accessTTL int) (*oidctest.Provider, string) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	mcpURL := "http://" + addr + "/mcp"
 	p := oidctest.Start(t, oidctest.Config{Resources: []string{mcpURL}, AccessTokenTTL: accessTTL,
-		Clients: []oidctest.Client{oidctest.ServiceClient("svc", "svc-secret")}})
+		Clients: append([]oidctest.Client{oidctest.ServiceClient("svc", "svc-secret")}, clients...)})
 	start(t, "mcpq dev", nil, nil, "dev", "--addr", addr, "--fixtures", "conformance",
 		"--oauth-issuer", p.Issuer, "--resource-url", mcpURL, "--oauth-scopes", "mcp:tools")
 	waitHealthy(t, "http://"+addr)
