@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,5 +163,120 @@ func TestInspectorCLIOAuth(t *testing.T) {
 	out, errOut, err = run("--stored-auth-only")
 	if err != nil || !strings.Contains(out, "Hello, inspector!") {
 		t.Fatalf("inspector CLI with its stored token: %v\nstdout: %s\nstderr: %s", err, out, errOut)
+	}
+}
+
+// mcp-remote, the stdio proxy desktop hosts put in front of a remote
+// server, calls a tool on a deployment that takes only OAuth: it registers
+// a client dynamically with oidc-provider, signs in with the authorization
+// code flow and PKCE on its loopback callback (the test is the person at the
+// login and consent pages) and keeps the tokens in MCP_REMOTE_CONFIG_DIR.
+func TestMCPRemoteOAuth(t *testing.T) {
+	node, modules := mcpHosts(t)
+	p, url := startOAuthDev(t, 600)
+	ctx := within(t)
+	b := newBrowser(t, ctx, p, "bob")
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := t.TempDir()
+	cmd, _, stderr := hostCmd(ctx, t, append([]string{"MCP_REMOTE_CONFIG_DIR=" + config}, b.env...), node,
+		filepath.Join(modules, "mcp-remote", "dist", "proxy.js"), url, strconv.Itoa(port), "--host", "127.0.0.1")
+	rpc := newStdioRPC(t, cmd)
+	rpc.call(t, ctx, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "mcpq-e2e", "version": "1"}}, stderr)
+	b.wait(t, ctx, stderr.String())
+	rpc.notify(t, "notifications/initialized")
+	res := rpc.call(t, ctx, "tools/call", map[string]any{"name": "greet", "arguments": map[string]any{"name": "remote"}}, stderr)
+	if !strings.Contains(string(res), "Hello, remote!") {
+		t.Fatalf("tools/call through mcp-remote answered %s\nits stderr: %s", res, stderr)
+	}
+	tokens, _ := filepath.Glob(filepath.Join(config, "*", "*_tokens.json"))
+	clients, _ := filepath.Glob(filepath.Join(config, "*", "*_client_info.json"))
+	if len(tokens) != 1 || len(clients) != 1 {
+		t.Fatalf("mcp-remote's config dir holds tokens %v and client info %v, want one of each", tokens, clients)
+	}
+}
+
+// stdioRPC speaks JSON-RPC over a child's stdin and stdout, a message a line.
+type stdioRPC struct {
+	in     io.WriteCloser
+	lines  chan string
+	nextID int
+}
+
+func newStdioRPC(t *testing.T, cmd *exec.Cmd) *stdioRPC {
+	t.Helper()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = nil
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	r := &stdioRPC{in: in, lines: make(chan string, 64)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			r.lines <- sc.Text()
+		}
+		close(r.lines)
+	}()
+	return r
+}
+
+func (r *stdioRPC) send(t *testing.T, msg map[string]any) {
+	t.Helper()
+	msg["jsonrpc"] = "2.0"
+	b, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.in.Write(append(b, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *stdioRPC) notify(t *testing.T, method string) {
+	t.Helper()
+	r.send(t, map[string]any{"method": method})
+}
+
+// call sends a request and returns its result, skipping other messages;
+// an error answer, an exit or ctx's end fails the test (stderr is the
+// child's, for the message).
+func (r *stdioRPC) call(t *testing.T, ctx context.Context, method string, params any, stderr *syncLog) json.RawMessage {
+	t.Helper()
+	r.nextID++
+	r.send(t, map[string]any{"id": r.nextID, "method": method, "params": params})
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				t.Fatalf("%s: the process closed its stdout\nits stderr: %s", method, stderr)
+			}
+			var m struct {
+				ID     *int            `json:"id"`
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			if json.Unmarshal([]byte(line), &m) != nil || m.ID == nil || *m.ID != r.nextID {
+				continue
+			}
+			if m.Error != nil {
+				t.Fatalf("%s answered error %s\nstderr: %s", method, m.Error, stderr)
+			}
+			return m.Result
+		case <-ctx.Done():
+			t.Fatalf("%s: no answer\nstderr: %s", method, stderr)
+		}
 	}
 }
