@@ -29,21 +29,8 @@ func TestDashboardOAuthSignIn(t *testing.T) {
 		"Bearer " + p.ClientCredentials(t, "svc", "svc-secret", url, "mcp:tools")}}}
 	foreign := createTask(t, ctx, svc, "multi_input", nil).TaskID
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 800))
-	actx, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer stopAlloc()
-	bctx, stopBrowser := chromedp.NewContext(actx)
-	defer stopBrowser()
+	bctx, do := headless(t, ctx, exe)
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
 	// Without a credential the page shows the 401 and offers the sign-in.
 	do("open the dashboard", chromedp.Navigate(base+"/dashboard/"),
 		chromedp.WaitVisible(css(`#signin`)), chromedp.WaitVisible(css(`#error`)))
