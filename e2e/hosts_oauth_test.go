@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,13 @@ func mcpHosts(t *testing.T) (node, modules string) {
 // host's callback.
 type browser struct {
 	env    []string
-	signed chan error
+	signed chan signIn
+}
+
+// signIn is one sign-in at an authorization URL a host opened.
+type signIn struct {
+	authURL *neturl.URL
+	err     error
 }
 
 func newBrowser(t *testing.T, ctx context.Context, p *oidctest.Provider, login string) *browser {
@@ -64,7 +71,7 @@ func newBrowser(t *testing.T, ctx context.Context, p *oidctest.Provider, login s
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b := &browser{env: []string{"BROWSER=" + script, "DISPLAY=", "WAYLAND_DISPLAY="}, signed: make(chan error, 8)}
+	b := &browser{env: []string{"BROWSER=" + script, "DISPLAY=", "WAYLAND_DISPLAY="}, signed: make(chan signIn, 8)}
 	go b.follow(ctx, p, urls, login)
 	return b
 }
@@ -76,15 +83,16 @@ func (b *browser) follow(ctx context.Context, p *oidctest.Provider, urls, login 
 		data, _ := os.ReadFile(urls)
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 		for ; len(data) > 0 && seen < len(lines); seen++ {
-			if !strings.HasPrefix(lines[seen], p.Issuer+"/") {
-				b.signed <- fmt.Errorf("the host opened %q, not the provider", lines[seen])
+			u, err := neturl.Parse(lines[seen])
+			if err != nil || !strings.HasPrefix(lines[seen], p.Issuer+"/") {
+				b.signed <- signIn{err: fmt.Errorf("the host opened %q, not the provider", lines[seen])}
 				continue
 			}
 			resp, page, err := p.SignIn(lines[seen], login)
 			if err == nil && resp.StatusCode != http.StatusOK {
 				err = fmt.Errorf("the host's callback answered %s: %.300s", resp.Status, page)
 			}
-			b.signed <- err
+			b.signed <- signIn{authURL: u, err: err}
 		}
 		select {
 		case <-ctx.Done():
@@ -93,18 +101,30 @@ func (b *browser) follow(ctx context.Context, p *oidctest.Provider, urls, login 
 	}
 }
 
-// wait waits for the sign-in of the URL the host opened: a host that ran
-// without opening one (its stderr is hostErr) or whose sign-in failed
-// fails the test.
-func (b *browser) wait(t *testing.T, ctx context.Context, hostErr string) {
+// wait waits for the sign-in of the URL the host opened and returns that
+// authorization request's parameters: a host that ran without opening one
+// (its stderr is hostErr) or whose sign-in failed fails the test.
+func (b *browser) wait(t *testing.T, ctx context.Context, hostErr string) neturl.Values {
 	t.Helper()
 	select {
-	case err := <-b.signed:
-		if err != nil {
-			t.Fatalf("sign-in: %v\nhost's stderr: %s", err, hostErr)
+	case s := <-b.signed:
+		if s.err != nil {
+			t.Fatalf("sign-in: %v\nhost's stderr: %s", s.err, hostErr)
 		}
+		return s.authURL.Query()
 	case <-ctx.Done():
 		t.Fatalf("the host opened no sign-in page\nits stderr: %s", hostErr)
+	}
+	return nil
+}
+
+// wantCodeFlow checks that an authorization request is the code flow with
+// PKCE (S256) for resource, by client.
+func wantCodeFlow(t *testing.T, q neturl.Values, client, resource string) {
+	t.Helper()
+	if q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" ||
+		q.Get("client_id") != client || q.Get("resource") != resource {
+		t.Errorf("authorization request %v, want the code flow with PKCE (S256) by %s for %s", q, client, resource)
 	}
 }
 
@@ -155,7 +175,7 @@ func TestInspectorCLIOAuth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("inspector CLI: %v\nstdout: %s\nstderr: %s", err, out, errOut)
 	}
-	b.wait(t, ctx, errOut)
+	wantCodeFlow(t, b.wait(t, ctx, errOut), "inspector", url)
 	if !strings.Contains(out, "Hello, inspector!") {
 		t.Fatalf("inspector CLI printed %s\nstderr: %s", out, errOut)
 	}
@@ -186,7 +206,7 @@ func TestMCPRemoteOAuth(t *testing.T) {
 	rpc := newStdioRPC(t, cmd)
 	rpc.call(t, ctx, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "mcpq-e2e", "version": "1"}}, stderr)
-	b.wait(t, ctx, stderr.String())
+	auth := b.wait(t, ctx, stderr.String())
 	rpc.notify(t, "notifications/initialized")
 	res := rpc.call(t, ctx, "tools/call", map[string]any{"name": "greet", "arguments": map[string]any{"name": "remote"}}, stderr)
 	if !strings.Contains(string(res), "Hello, remote!") {
@@ -197,6 +217,14 @@ func TestMCPRemoteOAuth(t *testing.T) {
 	if len(tokens) != 1 || len(clients) != 1 {
 		t.Fatalf("mcp-remote's config dir holds tokens %v and client info %v, want one of each", tokens, clients)
 	}
+	// The client it signed in as is the one it registered.
+	var registered struct {
+		ClientID string `json:"client_id"`
+	}
+	if b, err := os.ReadFile(clients[0]); err != nil || json.Unmarshal(b, &registered) != nil || registered.ClientID == "" {
+		t.Fatalf("mcp-remote's client info %s: %v", clients[0], err)
+	}
+	wantCodeFlow(t, auth, registered.ClientID, url)
 }
 
 // stdioRPC speaks JSON-RPC over a child's stdin and stdout, a message a line.
