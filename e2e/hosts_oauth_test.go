@@ -38,7 +38,10 @@ func mcpHosts(t *testing.T) (node, modules string) {
 	if err == nil && ierr == nil && rerr == nil {
 		return node, modules
 	}
-	why := fmt.Sprintf("the MCP Inspector and mcp-remote are not installed in %s or no Node.js (%v) (scripts/lib.sh need_mcp_hosts)", modules, err)
+	why := fmt.Sprintf("the MCP Inspector or mcp-remote is not installed in %s (scripts/lib.sh need_mcp_hosts)", modules)
+	if err != nil {
+		why = fmt.Sprintf("no Node.js for the MCP hosts: %v", err)
+	}
 	if os.Getenv("MCPQ_REQUIRE_MCP_HOSTS") == "1" {
 		t.Fatalf("the MCP hosts are required (MCPQ_REQUIRE_MCP_HOSTS=1): %s", why)
 	}
