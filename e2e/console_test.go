@@ -157,8 +157,7 @@ func TestConsoleAcceptance(t *testing.T) {
 	}
 	until(t, ctx, "the queue depth sampled at 2", func() bool { return depth() == 2 })
 
-	bctx := newBrowser(t, ctx, browser)
-	do := browserSteps(t, bctx)
+	bctx, do := headless(t, ctx, browser)
 	text := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(bctx, chromedp.Text(css(sel)))

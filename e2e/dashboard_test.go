@@ -41,6 +41,27 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// headless starts Chromium exe headless for the test, stopped when ctx
+// ends or the test does, and returns its context and do, which runs steps
+// in it and fails the test naming what on an error.
+func headless(t *testing.T, ctx context.Context, exe string) (context.Context, func(what string, steps ...chromedp.Action[chromedp.Void])) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 800))
+	actx, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, stopBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() { stopBrowser(); stopAlloc() })
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	return bctx, do
+}
+
 // testPNG is a small PNG image, base64: a blue square with a red bar.
 func testPNG(t *testing.T) string {
 	img := image.NewRGBA(image.Rect(0, 0, 64, 64))
@@ -113,8 +134,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	ask := createTask(t, ctx, e.c, opsAsk, nil).TaskID
 	e.getUntil(t, ctx, ask, proto.StatusInputRequired, &gets)
 
-	bctx := newBrowser(t, ctx, browser)
-	do := browserSteps(t, bctx)
+	bctx, do := headless(t, ctx, browser)
 	do("open the dashboard", chromedp.Navigate(e.feURL+"/dashboard/"),
 		chromedp.WaitVisible(css(row(gate)+` td.status.working`)),
 		chromedp.WaitVisible(css(row(ask)+` td.status.input_required`)),
@@ -178,34 +198,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	saveShots(t, map[string][]byte{"dashboard.png": shot, "dashboard-phone.png": phone})
 }
 
-// newBrowser starts headless Chromium (binary browser) at desktop size for
-// the life of the test and returns its tab's context.
-func newBrowser(t *testing.T, ctx context.Context, browser string) context.Context {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 800))
-	actx, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(stopAlloc)
-	bctx, stopBrowser := chromedp.NewContext(actx)
-	t.Cleanup(stopBrowser)
-	return bctx
-}
-
 // css selects by a CSS selector; row is the task list's row of task id.
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 func row(id string) string        { return `tr[data-task="` + id + `"]` }
-
-// browserSteps returns a func that runs steps in the tab bctx, failing
-// the test with what was being done.
-func browserSteps(t *testing.T, bctx context.Context) func(what string, steps ...chromedp.Action[chromedp.Void]) {
-	return func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-}
 
 // saveShots writes screenshots (name → PNG) to the test's artifact folder
 // and to MCPQ_SCREENSHOT_DIR (scripts/test sets it to results/).

@@ -17,19 +17,31 @@ import (
 // startOAuthDev runs `mcpq dev --fixtures conformance` accepting only
 // OAuth access tokens of a real oidc-provider (no API key, no anonymous
 // access) and returns the provider and the MCP URL. Access tokens live
-// accessTTL seconds.
-func startOAuthDev(t *testing.T, accessTTL int) (*oidctest.Provider, string) {
+// accessTTL seconds; clients are registered with the provider in advance.
+func startOAuthDev(t *testing.T, accessTTL int, clients ...oidctest.Client) (*oidctest.Provider, string) {
+	t.Helper()
+	return startOAuthDevAt(t, freeAddr(t), accessTTL, nil, clients...)
+}
+
+// freeAddr is a free loopback address, 127.0.0.1:PORT.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// startOAuthDevAt is startOAuthDev listening on addr, with more flags of
+// mcpq dev.
+func startOAuthDevAt(t *testing.T, addr string, accessTTL int, flags []string, clients ...oidctest.Client) (*oidctest.Provider, string) {
+	t.Helper()
 	mcpURL := "http://" + addr + "/mcp"
 	p := oidctest.Start(t, oidctest.Config{Resources: []string{mcpURL}, AccessTokenTTL: accessTTL,
-		Clients: []oidctest.Client{oidctest.ServiceClient("svc", "svc-secret")}})
-	start(t, "mcpq dev", nil, nil, "dev", "--addr", addr, "--fixtures", "conformance",
-		"--oauth-issuer", p.Issuer, "--resource-url", mcpURL, "--oauth-scopes", "mcp:tools")
+		Clients: append([]oidctest.Client{oidctest.ServiceClient("svc", "svc-secret")}, clients...)})
+	start(t, "mcpq dev", nil, nil, append([]string{"dev", "--addr", addr, "--fixtures", "conformance",
+		"--oauth-issuer", p.Issuer, "--resource-url", mcpURL, "--oauth-scopes", "mcp:tools"}, flags...)...)
 	waitHealthy(t, "http://"+addr)
 	return p, mcpURL
 }

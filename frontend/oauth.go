@@ -54,6 +54,11 @@ type OAuthConfig struct {
 	// request without credentials where anonymous access is allowed).
 	// Nil: tokens only.
 	Keys Authenticator
+	// DashboardClientID is the client ID the dashboard signs people in
+	// with: a public client (no secret, PKCE) registered with the first
+	// issuer, its redirect URI this server's /dashboard/ URL. Empty: the
+	// dashboard takes a pasted API key or token only.
+	DashboardClientID string
 	// Mapper maps an OAuth principal to an existing one (mcpq principals
 	// map); nil: none is mapped.
 	Mapper PrincipalMapper

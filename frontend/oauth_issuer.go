@@ -42,6 +42,10 @@ type issuerMetadata struct {
 	Issuer                string `json:"issuer"`
 	JWKSURI               string `json:"jwks_uri"`
 	IntrospectionEndpoint string `json:"introspection_endpoint"`
+	// The dashboard's sign-in (oauth_dashboard.go) sends the person to
+	// the first and trades the code at the second.
+	AuthorizationEndpoint string `json:"authorization_endpoint"`
+	TokenEndpoint         string `json:"token_endpoint"`
 }
 
 func newIssuer(id string, hc *http.Client, clock func() time.Time, maxAge time.Duration) *issuer {

@@ -41,7 +41,8 @@ func newTestIssuer(t *testing.T) *testIssuer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/jwks",
-			"introspection_endpoint": is.srv.URL + "/introspect"})
+			"introspection_endpoint": is.srv.URL + "/introspect", "authorization_endpoint": is.srv.URL + "/authorize",
+			"token_endpoint": is.srv.URL + "/token"})
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.mu.Lock()

@@ -15,7 +15,8 @@ import (
 // (liveness), GET /readyz (readiness: Redis and the catalog answer) and
 // GET /metrics (Prometheus; observe.go) and GET /dashboard/ (the task
 // dashboard; dashboard.go), and with OAuth the protected resource
-// metadata (oauth_metadata.go).
+// metadata (oauth_metadata.go) and the dashboard's sign-in settings
+// (GET /dashboard/oauth.json; oauth_dashboard.go).
 func (s *Server) Handler() http.Handler {
 	r := mux.NewRouter()
 	r.Handle("/mcp", s.observe(s.checkOrigin(http.HandlerFunc(s.serveMCP)))).Methods(http.MethodPost)
@@ -40,7 +41,14 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/readyz", s.serveReady).Methods(http.MethodGet)
 	r.Handle("/metrics", s.serveMetrics()).Methods(http.MethodGet)
 	r.Handle("/dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently)).Methods(http.MethodGet)
-	r.PathPrefix("/dashboard/").Handler(serveDashboard()).Methods(http.MethodGet)
+	connect := ""
+	if o, ok := s.cfg.Auth.(*OAuth); ok {
+		r.HandleFunc("/dashboard/oauth.json", o.serveDashboardSignIn).Methods(http.MethodGet)
+		if o.dashboardSignInEnabled() {
+			connect = o.dashboardConnectOrigin()
+		}
+	}
+	r.PathPrefix("/dashboard/").Handler(serveDashboard(connect)).Methods(http.MethodGet)
 	return private(r)
 }
 

@@ -244,6 +244,26 @@ need_oidc_provider() {
   export MCPQ_OIDC_PROVIDER_DIR="$dir"
 }
 
+# need_mcp_hosts: install two MCP hosts that sign in to a server with OAuth,
+# the MCP Inspector's CLI (@modelcontextprotocol/inspector) and mcp-remote,
+# into .cache/mcp-hosts for e2e/hosts_oauth_test.go (run with the conformance
+# suite's Node.js: need_conformance_suite first), and export
+# MCPQ_MCP_HOSTS_DIR.
+INSPECTOR_VERSION=2.12.0
+MCP_REMOTE_VERSION=0.15.1
+need_mcp_hosts() {
+  local dir="$CACHE/mcp-hosts"
+  if [ "$(pkg_version "$dir/node_modules/@modelcontextprotocol/inspector")" != "$INSPECTOR_VERSION" ] ||
+    [ "$(pkg_version "$dir/node_modules/mcp-remote")" != "$MCP_REMOTE_VERSION" ]; then
+    command -v npm >/dev/null 2>&1 || { log "npm is needed to install the MCP Inspector and mcp-remote"; exit 1; }
+    log "installing @modelcontextprotocol/inspector@$INSPECTOR_VERSION and mcp-remote@$MCP_REMOTE_VERSION into ${dir#"$ROOT/"}"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error \
+      "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" "mcp-remote@$MCP_REMOTE_VERSION" >&2
+  fi
+  export MCPQ_MCP_HOSTS_DIR="$dir"
+}
+
 # summarize_checks NAME DIR: print NAME's check counts from DIR/**/checks.json;
 # fails when there is none or when one holds a FAILURE.
 summarize_checks() {

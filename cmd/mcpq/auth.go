@@ -22,11 +22,12 @@ type authFlags struct {
 
 // oauthFlags are the OAuth resource server's settings (docs/auth.md).
 type oauthFlags struct {
-	issuers        listFlag
-	resource       string
-	principalClaim string
-	scopes         string
-	introspectID   string
+	issuers         listFlag
+	resource        string
+	principalClaim  string
+	scopes          string
+	introspectID    string
+	dashboardClient string
 }
 
 // listFlag is a repeatable flag; its default comes from a comma-separated
@@ -59,6 +60,8 @@ func (a *authFlags) register(fs *flag.FlagSet) {
 		"the token claim naming the principal, after the issuer and a # (env MCPQ_OAUTH_PRINCIPAL_CLAIM)")
 	fs.StringVar(&o.scopes, "oauth-scopes", env("MCPQ_OAUTH_SCOPES", ""),
 		"the scopes this server knows, comma-separated: scopes_supported and the 401's scope (env MCPQ_OAUTH_SCOPES)")
+	fs.StringVar(&o.dashboardClient, "oauth-dashboard-client", env("MCPQ_OAUTH_DASHBOARD_CLIENT", ""),
+		"client ID the dashboard signs people in with: a public client (PKCE) of the first --oauth-issuer whose redirect URI is this server's /dashboard/ URL (env MCPQ_OAUTH_DASHBOARD_CLIENT)")
 	fs.StringVar(&o.introspectID, "oauth-introspection-client", env("MCPQ_OAUTH_INTROSPECTION_CLIENT", ""),
 		"client ID for token introspection of opaque tokens; the secret is read from MCPQ_OAUTH_INTROSPECTION_SECRET (env MCPQ_OAUTH_INTROSPECTION_CLIENT)")
 }
@@ -80,6 +83,7 @@ func (a *authFlags) withOAuth(keys frontend.Authenticator, mapper frontend.Princ
 		Issuers: o.issuers.items, Resource: o.resource, PrincipalClaim: o.principalClaim,
 		Scopes: splitList(o.scopes), IntrospectionClientID: o.introspectID,
 		IntrospectionClientSecret: os.Getenv("MCPQ_OAUTH_INTROSPECTION_SECRET"),
+		DashboardClientID:         o.dashboardClient,
 		Keys:                      keys, Mapper: mapper,
 	})
 }

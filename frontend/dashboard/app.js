@@ -2,7 +2,8 @@
 // status over one subscriptions/listen SSE stream, results (images shown),
 // input requests answered through a form built from the requested schema,
 // and cancel. Everything goes through the public API of the front end that
-// served this page, with the API key given above (none in mcpq dev).
+// served this page, with the API key given above (none in mcpq dev) or the
+// access token of the OAuth sign-in (signin.js).
 "use strict";
 
 const PROTOCOL = "2026-07-28";
@@ -633,17 +634,46 @@ setInterval(() => {
   }
 }, 1000);
 
-$("key").value = apiKey;
-$("auth").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  apiKey = $("key").value.trim();
+// useCredential makes key (an API key or an access token) the page's
+// credential, kept for this tab, and reloads the caller's tasks.
+function useCredential(key) {
+  apiKey = key;
   sessionStorage.setItem("mcpq-key", apiKey);
   tasks.clear();
   selected = "";
   $("detail").hidden = true;
   follow();
   refresh();
+}
+
+$("key").value = apiKey;
+$("auth").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  useCredential($("key").value.trim());
+  $("who").textContent = "";
 });
 
+// Where the deployment uses OAuth the page offers a sign-in, and finishes
+// the one the authorization server sent the person back from.
+async function setupSignIn() {
+  const cfg = await signInConfig();
+  if (!cfg) return;
+  $("signin").hidden = false;
+  $("signin").addEventListener("click", () => startSignIn(cfg).catch(signInFailed));
+  const token = await finishSignIn(cfg);
+  if (token) {
+    $("key").value = "";
+    $("who").className = "signed-in";
+    $("who").textContent = "signed in at " + cfg.issuer;
+    useCredential(token);
+  }
+}
+
+function signInFailed(err) {
+  $("who").className = "error";
+  $("who").textContent = String(err.message || err);
+}
+
+setupSignIn().catch(signInFailed);
 refresh();
 setInterval(refresh, 5000); // new tasks; state changes come over the stream

