@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcpq/mcpq/internal/yamlnode"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -130,7 +131,7 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 	if fields["name"] == nil {
 		return s, errors.New("field name: missing")
 	}
-	if err := scalar(fields["name"], &s.Name); err != nil {
+	if err := yamlnode.Scalar(fields["name"], &s.Name); err != nil {
 		return s, fmt.Errorf("field name: %w", err)
 	}
 	if keyErr != nil {
@@ -144,14 +145,14 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 		to  *string
 	}{{"title", &s.Title}, {"description", &s.Description}, {"dir", &s.Dir}, {"scratch", &s.Scratch}, {"queue", &s.Queue}} {
 		if v := fields[f.key]; v != nil {
-			if err := scalar(v, f.to); err != nil {
+			if err := yamlnode.Scalar(v, f.to); err != nil {
 				return s, fmt.Errorf("field %s: %w", f.key, err)
 			}
 		}
 	}
 	if v := fields["policy"]; v != nil {
 		var p string
-		if err := scalar(v, &p); err != nil {
+		if err := yamlnode.Scalar(v, &p); err != nil {
 			return s, fmt.Errorf("field policy: %w", err)
 		}
 		s.Policy = worker.Policy(p)
@@ -164,12 +165,12 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 	}
 	if v := fields["env"]; v != nil {
 		if v.Kind != yaml.MappingNode {
-			return s, fmt.Errorf("field env: line %d: an object of names to strings, not a %s", v.Line, kindName(v))
+			return s, fmt.Errorf("field env: line %d: an object of names to strings, not a %s", v.Line, yamlnode.KindName(v))
 		}
 		s.Env = map[string]string{}
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			var val string
-			if err := scalar(v.Content[i+1], &val); err != nil {
+			if err := yamlnode.Scalar(v.Content[i+1], &val); err != nil {
 				return s, fmt.Errorf("field env: %s: %w", v.Content[i].Value, err)
 			}
 			s.Env[v.Content[i].Value] = val
@@ -193,11 +194,11 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 	}
 	if v := fields["scopes"]; v != nil {
 		if v.Kind != yaml.SequenceNode {
-			return s, fmt.Errorf("field scopes: line %d: a list of strings, not a %s", v.Line, kindName(v))
+			return s, fmt.Errorf("field scopes: line %d: a list of strings, not a %s", v.Line, yamlnode.KindName(v))
 		}
 		for _, item := range v.Content {
 			var sc string
-			if err := scalar(item, &sc); err != nil || sc == "" || strings.ContainsAny(sc, " \t\"\\") {
+			if err := yamlnode.Scalar(item, &sc); err != nil || sc == "" || strings.ContainsAny(sc, " \t\"\\") {
 				return s, fmt.Errorf("field scopes: line %d: a scope is a non-empty string without spaces or quotes", item.Line)
 			}
 			s.Scopes = append(s.Scopes, sc)
@@ -268,12 +269,12 @@ func decodeSpec(n *yaml.Node, dir string) (Spec, error) {
 // added to the error for a node that is not one.
 func stringList(v *yaml.Node, what, why string) ([]string, error) {
 	if v.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("line %d: %s, not a %s%s", v.Line, what, kindName(v), why)
+		return nil, fmt.Errorf("line %d: %s, not a %s%s", v.Line, what, yamlnode.KindName(v), why)
 	}
 	out := make([]string, 0, len(v.Content))
 	for _, item := range v.Content {
 		var a string
-		if err := scalar(item, &a); err != nil {
+		if err := yamlnode.Scalar(item, &a); err != nil {
 			return nil, err
 		}
 		out = append(out, a)
@@ -281,20 +282,11 @@ func stringList(v *yaml.Node, what, why string) ([]string, error) {
 	return out, nil
 }
 
-// scalar decodes a scalar node as its text.
-func scalar(n *yaml.Node, to *string) error {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		return fmt.Errorf("line %d: a string, not a %s", n.Line, kindName(n))
-	}
-	*to = n.Value
-	return nil
-}
-
 // duration decodes a duration such as "30s"; "unlimited" is -1 where
 // allowed (a TTL).
 func duration(n *yaml.Node, unlimited bool, to *time.Duration) error {
 	var s string
-	if err := scalar(n, &s); err != nil {
+	if err := yamlnode.Scalar(n, &s); err != nil {
 		return err
 	}
 	if unlimited && s == "unlimited" {
@@ -310,19 +302,4 @@ func duration(n *yaml.Node, unlimited bool, to *time.Duration) error {
 	}
 	*to = d
 	return nil
-}
-
-// kindName names a node's kind for errors.
-func kindName(n *yaml.Node) string {
-	switch {
-	case n.Kind == yaml.SequenceNode:
-		return "list"
-	case n.Kind == yaml.MappingNode:
-		return "object"
-	case n.Tag == "!!null":
-		return "null"
-	case n.Kind == yaml.AliasNode:
-		return "alias"
-	}
-	return "scalar"
 }

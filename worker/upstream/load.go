@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcpq/mcpq/internal/yamlnode"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/worker"
 )
@@ -95,7 +96,7 @@ func Parse(data []byte, name, dir string, env Lookup) ([]Spec, error) {
 // in known and keys given twice.
 func fieldsOf(n *yaml.Node, known []string) (map[string]*yaml.Node, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: an object, not a %s", n.Line, kindName(n))
+		return nil, fmt.Errorf("line %d: an object, not a %s", n.Line, yamlnode.KindName(n))
 	}
 	fields := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -117,7 +118,7 @@ func decodeServer(n *yaml.Node, dir string, env Lookup) (Spec, error) {
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == "name" {
-				_ = scalar(n.Content[i+1], &s.Name)
+				_ = yamlnode.Scalar(n.Content[i+1], &s.Name)
 			}
 		}
 	}
@@ -178,7 +179,7 @@ func decodeOverrides(n *yaml.Node) (map[string]Override, error) {
 		return nil, nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("field overrides: line %d: an object of tool names to overrides, not a %s", n.Line, kindName(n))
+		return nil, fmt.Errorf("field overrides: line %d: an object of tool names to overrides, not a %s", n.Line, yamlnode.KindName(n))
 	}
 	out := map[string]Override{}
 	for i := 0; i+1 < len(n.Content); i += 2 {

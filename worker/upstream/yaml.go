@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpq/mcpq/internal/yamlnode"
 )
 
 // The small decoders of load.go: each names the field and the line.
 
 func optScalar(f map[string]*yaml.Node, key string, to *string) error {
 	if v := f[key]; v != nil {
-		if err := scalar(v, to); err != nil {
+		if err := yamlnode.Scalar(v, to); err != nil {
 			return fmt.Errorf("field %s: %w", key, err)
 		}
 	}
@@ -26,11 +28,11 @@ func optList(f map[string]*yaml.Node, key string, to *[]string) error {
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
-		return fmt.Errorf("field %s: line %d: a list of strings, not a %s", key, v.Line, kindName(v))
+		return fmt.Errorf("field %s: line %d: a list of strings, not a %s", key, v.Line, yamlnode.KindName(v))
 	}
 	for _, item := range v.Content {
 		var a string
-		if err := scalar(item, &a); err != nil {
+		if err := yamlnode.Scalar(item, &a); err != nil {
 			return fmt.Errorf("field %s: %w", key, err)
 		}
 		*to = append(*to, a)
@@ -46,13 +48,13 @@ func optMap(f map[string]*yaml.Node, key string, env Lookup) (map[string]string,
 		return nil, nil
 	}
 	if v.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("field %s: line %d: an object of names to strings, not a %s", key, v.Line, kindName(v))
+		return nil, fmt.Errorf("field %s: line %d: an object of names to strings, not a %s", key, v.Line, yamlnode.KindName(v))
 	}
 	out := map[string]string{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		name := v.Content[i].Value
 		var val string
-		if err := scalar(v.Content[i+1], &val); err != nil {
+		if err := yamlnode.Scalar(v.Content[i+1], &val); err != nil {
 			return nil, fmt.Errorf("field %s: %s: %w", key, name, err)
 		}
 		if strings.ContainsAny(name, "=\x00\r\n") || name == "" || strings.ContainsAny(val, "\x00") {
@@ -85,7 +87,7 @@ func optDuration(f map[string]*yaml.Node, key string, unlimited bool, to *time.D
 		return nil
 	}
 	var s string
-	if err := scalar(v, &s); err != nil {
+	if err := yamlnode.Scalar(v, &s); err != nil {
 		return fmt.Errorf("field %s: %w", key, err)
 	}
 	if unlimited && s == "unlimited" {
@@ -109,28 +111,4 @@ func optBool(f map[string]*yaml.Node, key string, to *bool) error {
 		return fmt.Errorf("field %s: line %d: true or false, not %q", key, v.Line, v.Value)
 	}
 	return v.Decode(to)
-}
-
-// scalar decodes a scalar node as its text.
-func scalar(n *yaml.Node, to *string) error {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		return fmt.Errorf("line %d: a string, not a %s", n.Line, kindName(n))
-	}
-	*to = n.Value
-	return nil
-}
-
-// kindName names a node's kind for errors.
-func kindName(n *yaml.Node) string {
-	switch {
-	case n.Kind == yaml.SequenceNode:
-		return "list"
-	case n.Kind == yaml.MappingNode:
-		return "object"
-	case n.Tag == "!!null":
-		return "null"
-	case n.Kind == yaml.AliasNode:
-		return "alias"
-	}
-	return "scalar"
 }
