@@ -149,7 +149,7 @@ func TestCancelStopsTheCrawl(t *testing.T) {
 	s.holdFrom(30)
 	env, dir := setup(t, "127.0.0.1")
 	run := env.Call(t, "ingest_site", map[string]any{"url": s.URL + "/", "index": "site", "maxDepth": 40})
-	run.WaitMessage(t, "Indexed 5 of")
+	s.reached(t) // the fetch of page 30 hangs
 	run.Cancel(t)
 	if st := run.End(t); st.Status != proto.StatusCancelled {
 		t.Fatalf("status %s", st.Status)
@@ -165,18 +165,31 @@ func TestCancelStopsTheCrawl(t *testing.T) {
 
 // TestTakeoverFetchesNoPageTwice: the worker is lost mid-crawl; the next
 // delivery starts from the checkpoint's frontier, so only the page in
-// flight, if any, is fetched again.
+// flight is fetched again. The site holds page 25 (of the second chain of
+// pages), so the crawl stands still there: once the progress counts every
+// page served before it, the checkpoint holds them all, whatever the
+// machine's speed.
 func TestTakeoverFetchesNoPageTwice(t *testing.T) {
 	s := newSite(t)
+	s.holdFrom(25)
 	env, dir := setup(t, "127.0.0.1")
 	run := env.Call(t, "ingest_site", map[string]any{"url": s.URL + "/", "index": "site", "maxDepth": 40})
-	run.WaitMessage(t, "Indexed 10 of")
+	s.reached(t)
+	done := 0 // pages served and indexed before the held one
+	gets, _ := s.counts()
+	for p := range gets {
+		if p != "/robots.txt" && p != "/missing" && p != "/away" && p != "/p/25" {
+			done++
+		}
+	}
+	run.WaitMessage(t, fmt.Sprintf("Indexed %d of", done))
 	run.Redeliver(t)
+	s.release()
 	res := exampletest.Finish(t, run)
 	if res.IsError || len(run.Deliveries()) != 2 {
 		t.Fatalf("deliveries %v, result %+v", run.Deliveries(), res.Content)
 	}
-	gets, _ := s.counts()
+	gets, _ = s.counts()
 	twice := 0
 	for p, n := range gets {
 		if p != "/robots.txt" && n > 1 {

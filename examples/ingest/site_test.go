@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // pageCount is how many pages of the test site may be indexed: the front
@@ -34,6 +35,8 @@ type site struct {
 	text map[string]string
 	gate chan struct{} // closed: pages are served; open: pages from holdFrom wait
 	hold int           // numbered pages from this one wait for the gate (0: none)
+	// held is closed when the first request held by holdFrom arrives.
+	held chan struct{}
 	srv  *http.Server
 }
 
@@ -56,7 +59,20 @@ func newSite(t *testing.T) *site {
 func (s *site) holdFrom(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hold, s.gate = n, make(chan struct{})
+	s.hold, s.gate, s.held = n, make(chan struct{}), make(chan struct{})
+}
+
+// reached waits until a request for a held page arrived (holdFrom).
+func (s *site) reached(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
+	select {
+	case <-held:
+	case <-time.After(2 * time.Minute): // a hang, not a verdict on speed
+		t.Fatal("no request reached a held page")
+	}
 }
 
 func (s *site) release() {
@@ -92,10 +108,17 @@ func (s *site) counts() (gets, cond map[string]int) {
 func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.gets[r.URL.Path]++
-	gate, hold := s.gate, s.hold
+	gate, hold, held := s.gate, s.hold, s.held
 	s.mu.Unlock()
 	var n int
 	if _, err := fmt.Sscanf(r.URL.Path, "/p/%d", &n); err == nil && hold > 0 && n >= hold {
+		s.mu.Lock()
+		select {
+		case <-held:
+		default:
+			close(held)
+		}
+		s.mu.Unlock()
 		select {
 		case <-gate:
 		case <-r.Context().Done():
