@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -41,7 +39,7 @@ var bytesCases = []struct {
 // contract is removed (mcpqAdded): canonical JSON of the rest compared.
 func TestUpstreamResultsByteForByte(t *testing.T) {
 	argv := everythingtest.Command(t)
-	httpURL := startEverythingHTTP(t, argv)
+	httpURL := everythingtest.StartHTTP(t, argv)
 	for _, tr := range []struct {
 		name   string
 		spec   upstream.Spec
@@ -148,33 +146,6 @@ func waitListed(t *testing.T, ctx context.Context, e *inproc, tool string) {
 			t.Fatalf("%s never listed: %v", tool, err)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// startEverythingHTTP runs the everything server over Streamable HTTP until
-// the test ends and returns its MCP URL.
-func startEverythingHTTP(t *testing.T, argv []string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(argv[0], argv[1], "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+addr[strings.LastIndex(addr, ":")+1:])
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(bound); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return "http://" + addr + "/mcp"
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the everything server never listened on %s", addr)
-		}
 	}
 }
 
