@@ -66,12 +66,16 @@ type Content struct {
 	// URI, Name are set on a resource_link block.
 	URI  string `json:"uri,omitempty"`
 	Name string `json:"name,omitempty"`
+	// Title is a resource_link's display name.
+	Title string `json:"title,omitempty"`
 	// Description says what a resource_link's resource is.
 	Description string `json:"description,omitempty"`
 	// Size is a resource_link's resource size in bytes, when known.
 	Size *int64 `json:"size,omitempty"`
 	// Annotations are optional audience/priority hints.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// Icons are a resource_link's icons, as the server wrote them.
+	Icons json.RawMessage `json:"icons,omitempty"`
 	// Meta is the block's _meta (mcpq puts a stored payload's signed URL
 	// there: MetaSignedURL, MetaSignedURLExpires).
 	Meta map[string]any `json:"_meta,omitempty"`

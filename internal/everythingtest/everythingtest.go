@@ -5,10 +5,14 @@
 package everythingtest
 
 import (
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Command is the argv of the everything server over stdio (append
@@ -30,4 +34,32 @@ func Command(t testing.TB) []string {
 		t.Skip("server-everything not installed in .cache/everything (scripts/test installs it)")
 	}
 	return []string{node, script, "stdio"}
+}
+
+// StartHTTP runs the everything server of argv (Command's) over Streamable
+// HTTP on a free loopback port until the test ends, waits until it
+// listens and returns its MCP URL.
+func StartHTTP(t testing.TB, argv []string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(argv[0], argv[1], "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+addr[strings.LastIndex(addr, ":")+1:])
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "http://" + addr + "/mcp"
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the everything server never listened on %s", addr)
+		}
+	}
 }

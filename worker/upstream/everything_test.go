@@ -3,14 +3,9 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpq/mcpq/internal/everythingtest"
 	"github.com/mcpq/mcpq/mcpqtest"
@@ -100,29 +95,8 @@ func TestEverythingServerOverStdio(t *testing.T) {
 
 func TestEverythingServerOverStreamableHTTP(t *testing.T) {
 	stdio := everything(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(stdio.Command[0], stdio.Command[1], "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the everything server never listened on %s", addr)
-		}
-	}
-	spec := Spec{Name: "everything-http", URL: "http://" + addr + "/mcp", Tools: []string{"echo", "trigger-long-running-operation", "get-structured-content"}}
+	url := everythingtest.StartHTTP(t, stdio.Command)
+	spec := Spec{Name: "everything-http", URL: url, Tools: []string{"echo", "trigger-long-running-operation", "get-structured-content"}}
 	_, reg, env := serve(t, spec)
 	if len(reg.list()) != 3 {
 		t.Fatalf("served %d tools, want 3", len(reg.list()))

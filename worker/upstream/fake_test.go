@@ -114,7 +114,7 @@ func fakeCall(m fakeMsg, write func(string), answer func(json.RawMessage, string
 		b, _ := json.Marshal(m.Params.Arguments)
 		answer(m.ID, `{"content":[{"type":"text","text":`+string(mustJSON(string(b)))+`}]}`)
 	case "rich":
-		answer(m.ID, `{"content":[{"type":"text","text":"see"},{"type":"resource_link","uri":"file:///a.txt","name":"a.txt","mimeType":"text/plain"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}],"structuredContent":{"n":1},"isError":true}`)
+		answer(m.ID, `{"content":[{"type":"text","text":"see"},{"type":"resource_link","uri":"file:///a.txt","name":"a.txt","title":"A","mimeType":"text/plain","icons":[{"src":"https://x/a.png"}]},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}],"structuredContent":{"n":1},"isError":true}`)
 	case "slow": // progress, then no answer: the caller cancels or times out
 		write(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + token + `,"progress":1,"total":3,"message":"step 1 of 3"}}`)
 	case "misbehave":

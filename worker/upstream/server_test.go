@@ -156,7 +156,7 @@ func TestCallBothEras(t *testing.T) {
 			}
 			rich := env.Call(t, "rich", map[string]any{}).Result(t)
 			b, _ := json.Marshal(rich.Content)
-			want := `[{"type":"text","text":"see"},{"type":"resource_link","mimeType":"text/plain","uri":"file:///a.txt","name":"a.txt"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]`
+			want := `[{"type":"text","text":"see"},{"type":"resource_link","mimeType":"text/plain","uri":"file:///a.txt","name":"a.txt","title":"A","icons":[{"src":"https://x/a.png"}]},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]`
 			if string(b) != want || string(rich.StructuredContent) != `{"n":1}` || !rich.IsError {
 				t.Errorf("rich: %s %s %v", b, rich.StructuredContent, rich.IsError)
 			}
