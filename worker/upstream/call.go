@@ -68,15 +68,22 @@ func (s *Server) call(ctx context.Context, c *worker.Call, u upstreamTool, timeo
 	prog := newProgress(c)
 	defer sess.onProgress(c.TaskID, prog.set)()
 	defer sess.onRequest(relay(ctx, c))()
+	logs := newLogRelay(c)
+	defer sess.onLog(logs.add)()
 	if h, ok := sess.t.(*httpTransport); ok && s.spec.PrincipalHeader != "" {
 		defer h.forward(c.Principal())()
 	}
 	pctx, stopProg := context.WithCancel(ctx)
 	defer stopProg()
 	progDone := make(chan struct{})
+	logsDone := make(chan struct{})
 	go func() {
 		defer close(progDone)
 		prog.run(pctx)
+	}()
+	go func() {
+		defer close(logsDone)
+		logs.run(pctx)
 	}()
 	cctx := ctx
 	if timeout > 0 {
@@ -100,7 +107,9 @@ func (s *Server) call(ctx context.Context, c *worker.Call, u upstreamTool, timeo
 	}
 	stopProg()
 	<-progDone
-	prog.flush(ctx) // the last progress, before the result
+	<-logsDone
+	logs.flush(ctx) // the last log messages and progress, before the result
+	prog.flush(ctx)
 	return res, nil
 }
 
@@ -117,6 +126,11 @@ func (s *Server) callTool(ctx, cctx context.Context, c *worker.Call, sl *slot, s
 		params["task"] = map[string]any{}
 	}
 	meta := map[string]any{proto.MetaProgressToken: c.TaskID}
+	if sess.version == VersionStateless {
+		// Every log message of the call, which the front end filters by
+		// the level its client asked for (logs.go).
+		meta[proto.MetaLogLevel] = "debug"
+	}
 	if s.spec.PrincipalMeta != "" {
 		meta[s.spec.PrincipalMeta] = c.Principal()
 	}

@@ -40,6 +40,7 @@ type session struct {
 	mu       sync.Mutex
 	progress map[string]func(proto.ProgressParams) // by progressToken
 	asked    requestFunc                           // the running call's relay (nil: none runs)
+	logged   func(json.RawMessage)                 // the running call's log relay (nil: none runs)
 }
 
 // open settles the era on t: initialize unless the spec forces the
@@ -123,6 +124,13 @@ func (s *session) note(method string, params json.RawMessage) {
 		if fn != nil {
 			fn(p)
 		}
+	case proto.NotifyMessage: // the running call's (one call at a time runs on a session)
+		s.mu.Lock()
+		fn := s.logged
+		s.mu.Unlock()
+		if fn != nil {
+			fn(params)
+		}
 	case "notifications/tools/list_changed":
 		select {
 		case s.changed <- struct{}{}:
@@ -151,6 +159,18 @@ func (s *session) onRequest(fn requestFunc) func() {
 	return func() {
 		s.mu.Lock()
 		s.asked = nil
+		s.mu.Unlock()
+	}
+}
+
+// onLog routes the upstream's log messages to fn until the returned func runs.
+func (s *session) onLog(fn func(json.RawMessage)) func() {
+	s.mu.Lock()
+	s.logged = fn
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.logged = nil
 		s.mu.Unlock()
 	}
 }
