@@ -2,6 +2,11 @@ package proto
 
 import "encoding/json"
 
+// TimeLayout is how mcpq writes the times of the wire (a task's
+// createdAt and lastUpdatedAt, a ledger entry's at): ISO 8601 in UTC with
+// milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // TaskStatus is the state of a task.
 type TaskStatus string
 

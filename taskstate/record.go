@@ -245,7 +245,7 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 }
 
 // formatTime renders a record time as the ISO 8601 text of the wire.
-func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func formatTime(t time.Time) string { return t.UTC().Format(proto.TimeLayout) }
 
 // Task is the record's wire Task.
 func (r *Record) Task() proto.Task {

@@ -179,7 +179,7 @@ func ledgerEntries(msgs []redis.XMessage) []proto.LedgerEntry {
 		e := proto.LedgerEntry{ID: m.ID, Kind: str("kind"), Task: str("task"), Tool: str("tool"), Outcome: str("outcome"),
 			Amount: n("amount"), Reserved: n("reserved"), Charged: n("charged"), Released: n("released"), Usage: n("usage")}
 		if at := n("at"); at > 0 {
-			e.At = time.UnixMilli(at).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+			e.At = time.UnixMilli(at).UTC().Format(proto.TimeLayout)
 		}
 		entries[i] = e
 	}
