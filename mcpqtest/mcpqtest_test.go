@@ -100,3 +100,27 @@ func TestCallRefusesInvalidArguments(t *testing.T) {
 		t.Errorf("the handler ran: %v", run.Deliveries())
 	}
 }
+
+func TestLogsAreTheToolsMessagesInOrder(t *testing.T) {
+	type none struct{}
+	env := mcpqtest.New(t, worker.NewTool("chat", "", func(ctx context.Context, c *worker.Call, _ none) (string, error) {
+		for _, w := range []string{"one", "two", "three"} {
+			if err := c.Log(ctx, "warning", w); err != nil {
+				return "", err
+			}
+		}
+		return "done", nil
+	}))
+	run := env.Call(t, "chat", none{})
+	logs := run.Logs(t)
+	var got []string
+	for _, m := range logs {
+		got = append(got, fmt.Sprintf("%s/%s:%v", m.Level, m.Logger, m.Data))
+	}
+	if want := "warning/chat:one warning/chat:two warning/chat:three"; fmt.Sprint(got) != "["+want+"]" {
+		t.Errorf("logs %v, want [%s]", got, want)
+	}
+	if res := run.Result(t); res.Content[0].Text != "done" {
+		t.Errorf("result %+v", res)
+	}
+}

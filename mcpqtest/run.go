@@ -24,6 +24,11 @@ type Run struct {
 	ref   taskstate.Ref
 	sub   *events.Subscription
 	early *proto.CallToolResult // answered without a task
+	// What the task's events said so far (observe): its log messages in
+	// order, whether its end was heard, and whether some events were lost.
+	logs  []proto.LoggingMessageParams
+	ended bool
+	lost  bool
 }
 
 // State is what a client (tasks/get) would see of the task now.
@@ -113,7 +118,8 @@ func (r *Run) WaitFor(t testing.TB, what string, ok func(State) bool) State {
 			events = r.sub.C
 		}
 		select {
-		case <-events:
+		case payload := <-events:
+			r.observe(payload)
 		case <-changed:
 		case <-tick.C:
 		case <-deadline.C:
@@ -152,6 +158,49 @@ func (r *Run) Result(t testing.TB) *proto.CallToolResult {
 		t.Fatalf("mcpqtest: task ended %s (%s), error %v", st.Status, st.StatusMessage, st.Error)
 	}
 	return st.Result
+}
+
+// Logs waits for the task to end and returns the log messages
+// (notifications/message, worker.Call.Log) the tool sent, in order: what
+// a client holding the call at logLevel "debug" would have been sent.
+func (r *Run) Logs(t testing.TB) []proto.LoggingMessageParams {
+	t.Helper()
+	if r.early != nil {
+		return nil
+	}
+	deadline := time.NewTimer(Bound)
+	defer deadline.Stop()
+	for !r.ended {
+		select {
+		case payload := <-r.sub.C:
+			r.observe(payload)
+		case <-deadline.C:
+			t.Fatalf("mcpqtest: the task did not end within %v (its log messages so far: %+v)", Bound, r.logs)
+		}
+	}
+	if r.lost {
+		t.Fatal("mcpqtest: some of the task's events were lost (left unread past the subscription's buffer), its log messages too")
+	}
+	return r.logs
+}
+
+// observe takes in one of the task's events.
+func (r *Run) observe(payload string) {
+	ev := events.Decode(payload)
+	switch {
+	case ev.Notification != "":
+		var n struct {
+			Method string                     `json:"method"`
+			Params proto.LoggingMessageParams `json:"params"`
+		}
+		if json.Unmarshal([]byte(ev.Notification), &n) == nil && n.Method == proto.NotifyMessage {
+			r.logs = append(r.logs, n.Params)
+		}
+	case ev.Resync:
+		r.lost = true
+	case ev.Status.Terminal(), ev.Expired:
+		r.ended = true
+	}
 }
 
 // Input waits until the task asks for input and returns its pending requests.

@@ -73,17 +73,17 @@ func (s *Server) call(ctx context.Context, c *worker.Call, u upstreamTool, timeo
 	if h, ok := sess.t.(*httpTransport); ok && s.spec.PrincipalHeader != "" {
 		defer h.forward(c.Principal())()
 	}
-	pctx, stopProg := context.WithCancel(ctx)
-	defer stopProg()
+	stop, stopRelays := context.WithCancel(ctx) // the relays' goroutines end with it
+	defer stopRelays()
 	progDone := make(chan struct{})
 	logsDone := make(chan struct{})
 	go func() {
 		defer close(progDone)
-		prog.run(pctx)
+		prog.run(ctx, stop.Done())
 	}()
 	go func() {
 		defer close(logsDone)
-		logs.run(pctx)
+		logs.run(ctx, stop.Done())
 	}()
 	cctx := ctx
 	if timeout > 0 {
@@ -105,7 +105,7 @@ func (s *Server) call(ctx context.Context, c *worker.Call, u upstreamTool, timeo
 	if err != nil {
 		return nil, err
 	}
-	stopProg()
+	stopRelays()
 	<-progDone
 	<-logsDone
 	logs.flush(ctx) // the last log messages and progress, before the result
@@ -249,16 +249,28 @@ func (p *progress) set(pp proto.ProgressParams) {
 	}
 }
 
-func (p *progress) run(ctx context.Context) {
+// run writes what set gave, at most once per progressEvery, until stop
+// closes (or ctx ends); like logRelay.run it writes with ctx, the call's.
+func (p *progress) run(ctx context.Context, stop <-chan struct{}) {
+	pause := time.NewTimer(progressEvery)
+	pause.Stop()
+	defer pause.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-stop:
+			return
 		case <-p.kick:
 		}
 		p.flush(ctx)
-		if worker.Sleep(ctx, progressEvery) != nil {
+		pause.Reset(progressEvery)
+		select {
+		case <-ctx.Done():
 			return
+		case <-stop:
+			return
+		case <-pause.C:
 		}
 	}
 }

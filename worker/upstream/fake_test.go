@@ -36,6 +36,7 @@ var fakeTools = []string{
 	`{"name":"misbehave","inputSchema":{"type":"object"}}`,
 	`{"name":"again","inputSchema":{"type":"object"},"annotations":{"idempotentHint":true}}`,
 	`{"name":"study","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`,
+	`{"name":"chatty","inputSchema":{"type":"object"}}`,
 }
 
 type fakeMsg struct {
@@ -115,6 +116,12 @@ func fakeCall(m fakeMsg, write func(string), answer func(json.RawMessage, string
 		answer(m.ID, `{"content":[{"type":"text","text":`+string(mustJSON(string(b)))+`}]}`)
 	case "rich":
 		answer(m.ID, `{"content":[{"type":"text","text":"see"},{"type":"resource_link","uri":"file:///a.txt","name":"a.txt","title":"A","mimeType":"text/plain","icons":[{"src":"https://x/a.png"}]},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}],"structuredContent":{"n":1},"isError":true}`)
+	case "chatty": // log messages and progress, the last right before the answer
+		for i, word := range []string{"one", "two", "three"} {
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%q}}`, word))
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"total":3,"message":"%s done"}}`, token, i+1, word))
+		}
+		answer(m.ID, `{"content":[{"type":"text","text":"said three"}]}`)
 	case "slow": // progress, then no answer: the caller cancels or times out
 		write(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + token + `,"progress":1,"total":3,"message":"step 1 of 3"}}`)
 	case "misbehave":

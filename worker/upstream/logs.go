@@ -42,11 +42,15 @@ func (l *logRelay) add(params json.RawMessage) {
 	}
 }
 
-// run forwards what add queued until ctx ends.
-func (l *logRelay) run(ctx context.Context) {
+// run forwards what add queued until stop closes (or ctx ends). What it
+// has taken from the queue is forwarded with ctx, the call's: a stop while
+// it forwards the last messages does not drop them.
+func (l *logRelay) run(ctx context.Context, stop <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-stop:
 			return
 		case <-l.kick:
 		}

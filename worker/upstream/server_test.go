@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,6 +160,30 @@ func TestCallBothEras(t *testing.T) {
 			want := `[{"type":"text","text":"see"},{"type":"resource_link","mimeType":"text/plain","uri":"file:///a.txt","name":"a.txt","title":"A","icons":[{"src":"https://x/a.png"}]},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]`
 			if string(b) != want || string(rich.StructuredContent) != `{"n":1}` || !rich.IsError {
 				t.Errorf("rich: %s %s %v", b, rich.StructuredContent, rich.IsError)
+			}
+		})
+	}
+}
+
+// An upstream's log messages reach the caller in order, the last one too,
+// sent right before the answer: the relay forwards what it holds when the
+// call ends, not drops it (logs.go).
+func TestLogsReachTheCallerToTheLast(t *testing.T) {
+	for _, era := range []string{"legacy", "stateless"} {
+		t.Run(era, func(t *testing.T) {
+			_, _, env := serve(t, fakeSpec(t, era))
+			for range 20 {
+				run := env.Call(t, "chatty", map[string]any{})
+				if res := run.Result(t); res.Content[0].Text != "said three" {
+					t.Fatalf("chatty: %+v", res)
+				}
+				var said []string
+				for _, m := range run.Logs(t) {
+					said = append(said, fmt.Sprintf("%s:%v", m.Level, m.Data))
+				}
+				if got := strings.Join(said, " "); got != "info:one info:two info:three" {
+					t.Fatalf("log messages %q, want info:one info:two info:three", got)
+				}
 			}
 		})
 	}
