@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,7 +113,11 @@ func callResult(t *testing.T, ctx context.Context, e *inproc, tool string, args 
 func TestMcpqFrontedByMcpq(t *testing.T) {
 	up := newInproc(t)
 	spec := upstream.Spec{Name: "mcpq", URL: up.url, ProtocolVersion: upstream.VersionStateless, Prefix: "up.",
-		Tools: []string{"slow_compute", "confirm_delete"}}
+		Tools: []string{"slow_compute", "confirm_delete", "test_tool_with_logging"},
+		// Handed out as a task at once: with the default policy an input
+		// asked within the sync budget is answered inline (an
+		// input_required result), which askedTask does not expect.
+		Overrides: map[string]upstream.Override{"confirm_delete": {Policy: worker.PolicyTask}}}
 	e := newInprocSetup(t, nil, func(ctx context.Context, w *worker.Worker) error {
 		_, err := upstream.Serve(ctx, w, []upstream.Spec{spec})
 		return err
@@ -151,6 +157,21 @@ func TestMcpqFrontedByMcpq(t *testing.T) {
 		}
 	})
 
+	t.Run("the upstream's log messages relayed to the last", func(t *testing.T) {
+		// The tool logs three messages, the last just before its result:
+		// a client holding the call at a logLevel gets all three, in
+		// order, before the result (the relays of worker/upstream/logs.go).
+		for range 10 {
+			msgs, result := sseToolCall(t, ctx, e.url, "up.test_tool_with_logging", "info")
+			if got := strings.Join(msgs, " | "); got != "Tool execution started | Tool processing data | Tool execution completed" {
+				t.Fatalf("log messages %q", got)
+			}
+			if !strings.Contains(result, "Tool with logging executed successfully") {
+				t.Fatalf("result %s", result)
+			}
+		}
+	})
+
 	t.Run("the upstream task's input relayed", func(t *testing.T) {
 		id, key, _ := askedTask(t, ctx, e, "up.confirm_delete", map[string]any{"filename": "notes.txt"})
 		if !strings.HasPrefix(key, "upstream-task-") {
@@ -162,6 +183,56 @@ func TestMcpqFrontedByMcpq(t *testing.T) {
 			t.Fatalf("ended %+v %v", g, err)
 		}
 	})
+}
+
+// sseToolCall sends a 2026-07-28 tools/call of tool at logLevel to url
+// and reads the event stream: the data of each notifications/message in
+// order, and the response's result.
+func sseToolCall(t *testing.T, ctx context.Context, url, tool, level string) (msgs []string, result string) {
+	t.Helper()
+	body := toJSON(t, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+		"name": tool, "arguments": map[string]any{}, "_meta": map[string]any{
+			proto.MetaProtocolVersion: proto.ProtocolVersion, proto.MetaLogLevel: level,
+			proto.MetaClientInfo: map[string]any{"name": "e2e", "version": "1"}, proto.MetaClientCapabilities: map[string]any{}}}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", proto.ProtocolVersion)
+	req.Header.Set("Mcp-Method", proto.MethodToolsCall)
+	req.Header.Set("Mcp-Name", tool)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct {
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+			Params struct {
+				Data string `json:"data"`
+			} `json:"params"`
+		}
+		fromJSON(t, []byte(data), &m)
+		switch {
+		case m.Method == proto.NotifyMessage:
+			msgs = append(msgs, m.Params.Data)
+		case m.Result != nil || m.Error != nil:
+			return msgs, string(m.Result) + string(m.Error)
+		}
+	}
+	t.Fatalf("the stream ended without a response (status %s, %v)", resp.Status, sc.Err())
+	return nil, ""
 }
 
 // normalizeResult drops a result's _meta (each mcpq adds its own).
