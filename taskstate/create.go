@@ -127,11 +127,20 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 		keys = append(keys, s.keys.idempotency(ref.Owner, hex.EncodeToString(sum[:])))
 		idemTTL = strconv.FormatInt(d.Milliseconds(), 10)
 	}
-	argv := []any{ms, p.Principal, p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt,
-		string(caps), ref.ID, deadline, p.MaxLive, p.MaxArgBytes, reserve, idemTTL}
+	// The script's ARGV, each one a pointer into one allocation: an int64
+	// or a string put in an interface is allocated on its own, fifteen
+	// allocations a create (go-redis writes *string and *int64 as their
+	// values).
+	a := &createArgv{ms: ms, principal: p.Principal, tool: p.Tool, ttl: ttl, poll: p.PollIntervalMs,
+		status: p.StatusMessage, expireAt: expireAt, id: ref.ID, deadline: deadline,
+		maxLive: p.MaxLive, maxArgBytes: p.MaxArgBytes, reserve: reserve, idemTTL: idemTTL, argLen: len(args)}
+	a.argv = [...]any{&a.ms, &a.principal, &a.tool, []byte(args), &a.ttl, &a.poll, &a.status, &a.expireAt,
+		[]byte(caps), &a.id, &a.deadline, &a.maxLive, &a.maxArgBytes, &a.reserve, &a.idemTTL, &a.argLen}
+	argv := a.argv[:15]
 	if p.ArgumentsRef != "" { // the key in their place, their size to count (ARGV[16])
-		argv[3] = p.ArgumentsRef
-		argv = append(argv, len(args))
+		a.argRef = p.ArgumentsRef
+		argv[3] = &a.argRef
+		argv = a.argv[:16]
 	}
 	var err, jobErr error
 	var replayed string
@@ -167,4 +176,13 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 		return rec, &JobError{Err: jobErr}
 	}
 	return rec, err // nil, or a *ReplicaError (Options.WaitReplicas): written, not confirmed
+}
+
+// createArgv holds the create script's ARGV (Create) in one allocation.
+type createArgv struct {
+	ms, poll, maxArgBytes                                                  int64
+	maxLive, argLen                                                        int
+	principal, tool, ttl, status, expireAt, id, deadline, reserve, idemTTL string
+	argRef                                                                 string
+	argv                                                                   [16]any
 }
