@@ -27,7 +27,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, nullID, err)
 		return
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) { // the plain value without a parse (it allocates)
 		s.writeError(w, nullID, withStatus(proto.NewError(proto.CodeInvalidRequest,
 			"Content-Type must be application/json"), http.StatusUnsupportedMediaType))
 		return
@@ -97,6 +97,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.resp.finish(http.StatusOK, s.encode(proto.Response{JSONRPC: proto.JSONRPCVersion, ID: req.ID, Result: res}))
+}
+
+// isJSONMediaType reports whether a Content-Type names application/json
+// (any parameters, any case).
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // parseRequest decodes and checks a JSON-RPC envelope. On error it may

@@ -230,12 +230,15 @@ func asciiEqualFold(b []byte, s string) bool {
 // present must arrive as header Mcp-Param-NAME with the same value (plain,
 // or =?base64?...?=), and no such header may come without its argument.
 func checkParamHeaders(h http.Header, schema, args json.RawMessage) error {
+	if !mayTagHeader(schema) {
+		return nil // before sch, which escapes: no allocation for an untagged schema
+	}
 	var sch struct {
 		Properties map[string]struct {
 			Header string `json:"x-mcp-header"`
 		} `json:"properties"`
 	}
-	if !mayTagHeader(schema) || json.Unmarshal(schema, &sch) != nil {
+	if json.Unmarshal(schema, &sch) != nil {
 		return nil
 	}
 	var argv map[string]json.RawMessage
