@@ -36,6 +36,9 @@ func encodeJSON(v any) ([]byte, error) { return jsonv2.Marshal(v, v1) }
 
 // isSyntaxError reports whether a decodeJSON error means b was not JSON.
 func isSyntaxError(err error) bool {
+	if err == nil {
+		return false // without the errors.As below, whose target escapes (an allocation a request)
+	}
 	var syntax *jsonv1.SyntaxError
 	return errors.As(err, &syntax)
 }

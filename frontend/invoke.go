@@ -223,7 +223,7 @@ func (s *Server) newTask(ctx context.Context, c *call, inv invocation, ref tasks
 	}
 	caps, _ := encodeJSON(c.meta.ClientCapabilities)
 	p := taskstate.CreateParams{
-		ID: ref.ID, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
+		ID: ref.ID, Owner: ref.Owner, Principal: c.principal, Tool: inv.def.Key(), Arguments: inv.args,
 		TTLMs: s.ttlFor(inv.def, c.ttl), PollIntervalMs: s.pollFor(inv.def).Milliseconds(),
 		StatusMessage: status, Capabilities: caps, MaxLive: max(s.cfg.MaxLiveTasks, 0),
 		MaxArgBytes: max(s.cfg.MaxArgumentBytesHeld, 0), Listening: heard,

@@ -185,17 +185,60 @@ func decodeHeaderValue(v string) (string, bool) {
 	return string(b), true
 }
 
+// headerTag is the inputSchema keyword checkParamHeaders looks for.
+const headerTag = "x-mcp-header"
+
+// mayTagHeader reports whether schema can hold a property tagged
+// headerTag: false (a schema without the tag, most tools) spares a call
+// decoding the schema and the arguments. encoding/json matches the tag's
+// name without regard to case (and "x-mcp-header" has no letter that
+// folds from outside ASCII: only k and s do), or spelled with \u escapes;
+// so a schema without a backslash and without headerTag in any case
+// holds no tag.
+func mayTagHeader(schema []byte) bool {
+	if len(schema) == 0 {
+		return false
+	}
+	if bytes.IndexByte(schema, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+len(headerTag) <= len(schema); i++ {
+		if asciiEqualFold(schema[i:i+len(headerTag)], headerTag) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiEqualFold reports whether b equals s, ASCII letters compared
+// without regard to case.
+func asciiEqualFold(b []byte, s string) bool {
+	for i := range len(s) {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // checkParamHeaders holds Mcp-Param-* headers to the arguments: every
 // inputSchema property tagged "x-mcp-header": NAME whose argument is
 // present must arrive as header Mcp-Param-NAME with the same value (plain,
 // or =?base64?...?=), and no such header may come without its argument.
 func checkParamHeaders(h http.Header, schema, args json.RawMessage) error {
+	if !mayTagHeader(schema) {
+		return nil // before sch, which escapes: no allocation for an untagged schema
+	}
 	var sch struct {
 		Properties map[string]struct {
 			Header string `json:"x-mcp-header"`
 		} `json:"properties"`
 	}
-	if len(schema) == 0 || json.Unmarshal(schema, &sch) != nil {
+	if json.Unmarshal(schema, &sch) != nil {
 		return nil
 	}
 	var argv map[string]json.RawMessage

@@ -226,7 +226,10 @@ func (s *Server) askInput(ctx context.Context, c *call, rec *taskstate.Record, b
 // enqueuer both go to Redis in one round trip: the enqueue is captured
 // first (internal/queue) and sent in the same pipeline, after the record.
 func (s *Server) create(ctx context.Context, p taskstate.CreateParams, def *catalog.Entry) (*taskstate.Record, error) {
-	ref := taskstate.Ref{Owner: taskstate.OwnerTag(p.Principal), ID: p.ID}
+	ref := taskstate.Ref{Owner: p.Owner, ID: p.ID}
+	if ref.Owner == "" {
+		ref.Owner = taskstate.OwnerTag(p.Principal)
+	}
 	if s.jobs != nil {
 		job, err := s.jobs.Capture(ctx, queueJob(jobOf(ref, def, 0)))
 		if err != nil {

@@ -38,6 +38,7 @@ type Server struct {
 	tracer     trace.Tracer // nil: tracing off
 	era        eraServer    // the 2025-11-25 era's requests (hook.go); nil when Config.Eras leaves it out
 	resultMeta proto.ResultMeta
+	metaJSON   []byte // resultMeta encoded (encodeTask); nil when it would not encode
 	// versions are the protocol versions served (Config.Eras).
 	versions []string
 	methods  map[string]method
@@ -132,6 +133,9 @@ func New(cfg Config) (*Server, error) {
 		series:     numbers,
 		versions:   cfg.Eras,
 		hosts:      allowHosts(cfg.AllowedOrigins),
+	}
+	if b, err := encodeJSON(s.resultMeta); err == nil {
+		s.metaJSON = b
 	}
 	s.methods = map[string]method{
 		proto.MethodDiscover:  s.discover,

@@ -27,8 +27,9 @@ func newResponder(w http.ResponseWriter, r *http.Request) *responder {
 
 // acceptsSSE reports whether an Accept header admits text/event-stream.
 func acceptsSSE(accept string) bool {
-	for _, part := range strings.Split(accept, ",") {
-		mt := strings.TrimSpace(strings.SplitN(part, ";", 2)[0])
+	for part := range strings.SplitSeq(accept, ",") { // no slice: a request's Accept is read on every call
+		mt, _, _ := strings.Cut(part, ";")
+		mt = strings.TrimSpace(mt)
 		if mt == "text/event-stream" || mt == "text/*" || mt == "*/*" {
 			return true
 		}

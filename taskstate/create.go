@@ -58,6 +58,9 @@ type CreateParams struct {
 	// ErrExists) the job may still be queued; a worker's claim finds no
 	// record and drops it.
 	Job Job
+	// Owner is OwnerTag(Principal) when the caller has it at hand (a
+	// hash and an allocation saved); empty: Create computes it.
+	Owner string
 	// Listening, when not nil, is set to whether the task's events channel
 	// (Keys.Events) had a subscriber in Redis when the record was written: a
 	// subscription started before Create (Hub.Start) but not yet confirmed
@@ -80,16 +83,13 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if p.ID == "" {
 		p.ID = NewID()
 	}
-	ref := Ref{Owner: OwnerTag(p.Principal), ID: p.ID}
+	ref := Ref{Owner: p.Owner, ID: p.ID}
+	if ref.Owner == "" {
+		ref.Owner = OwnerTag(p.Principal)
+	}
 	args := p.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
-	}
-	ttl, expireAt, deadline := "", "", ""
-	if p.TTLMs != nil {
-		ttl = strconv.FormatInt(*p.TTLMs, 10)
-		expireAt = strconv.FormatInt(ms+*p.TTLMs+s.grace.Milliseconds(), 10)
-		deadline = strconv.FormatInt(ms+*p.TTLMs, 10)
 	}
 	// The reaper and the recovery loop find owners here; idempotent, so
 	// written before the task, once per owner and process.
@@ -127,11 +127,24 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 		keys = append(keys, s.keys.idempotency(ref.Owner, hex.EncodeToString(sum[:])))
 		idemTTL = strconv.FormatInt(d.Milliseconds(), 10)
 	}
-	argv := []any{ms, p.Principal, p.Tool, string(args), ttl, p.PollIntervalMs, p.StatusMessage, expireAt,
-		string(caps), ref.ID, deadline, p.MaxLive, p.MaxArgBytes, reserve, idemTTL}
+	// The script's ARGV, each one a pointer into one allocation: an int64
+	// or a string put in an interface is allocated on its own, fifteen
+	// allocations a create (go-redis writes *string and *int64 as their
+	// values).
+	a := &createArgv{ms: ms, principal: p.Principal, tool: p.Tool, poll: p.PollIntervalMs,
+		status: p.StatusMessage, id: ref.ID, maxLive: p.MaxLive, maxArgBytes: p.MaxArgBytes,
+		reserve: reserve, idemTTL: idemTTL, argLen: len(args)}
+	a.argv = [...]any{&a.ms, &a.principal, &a.tool, []byte(args), &a.none, &a.poll, &a.status, &a.none,
+		[]byte(caps), &a.id, &a.none, &a.maxLive, &a.maxArgBytes, &a.reserve, &a.idemTTL, &a.argLen}
+	if p.TTLMs != nil { // ttlMs, the key's expiry and the deadline; "" for none
+		a.ttl, a.expireAt, a.deadline = *p.TTLMs, ms+*p.TTLMs+s.grace.Milliseconds(), ms+*p.TTLMs
+		a.argv[4], a.argv[7], a.argv[10] = &a.ttl, &a.expireAt, &a.deadline
+	}
+	argv := a.argv[:15]
 	if p.ArgumentsRef != "" { // the key in their place, their size to count (ARGV[16])
-		argv[3] = p.ArgumentsRef
-		argv = append(argv, len(args))
+		a.argRef = p.ArgumentsRef
+		argv[3] = &a.argRef
+		argv = a.argv[:16]
 	}
 	var err, jobErr error
 	var replayed string
@@ -167,4 +180,13 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 		return rec, &JobError{Err: jobErr}
 	}
 	return rec, err // nil, or a *ReplicaError (Options.WaitReplicas): written, not confirmed
+}
+
+// createArgv holds the create script's ARGV (Create) in one allocation.
+type createArgv struct {
+	ms, poll, maxArgBytes, ttl, expireAt, deadline int64
+	maxLive, argLen                                int
+	principal, tool, status, id, reserve, idemTTL  string
+	none, argRef                                   string
+	argv                                           [16]any
 }

@@ -254,8 +254,11 @@ func (r *Record) Task() proto.Task {
 		Status:        r.Status,
 		StatusMessage: r.StatusMessage,
 		CreatedAt:     formatTime(r.CreatedAt),
-		LastUpdatedAt: formatTime(r.LastUpdatedAt),
 		TTLMs:         r.TTLMs,
+	}
+	t.LastUpdatedAt = t.CreatedAt // a new record's, formatted once
+	if !r.LastUpdatedAt.Equal(r.CreatedAt) {
+		t.LastUpdatedAt = formatTime(r.LastUpdatedAt)
 	}
 	if p := r.pollInterval(); p > 0 {
 		t.PollIntervalMs = &p
