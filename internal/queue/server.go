@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,15 @@ type ServeConfig struct {
 	// (fair.go); a principal at it is passed over while it waits. Empty
 	// or 0: no cap, every free slot may go to any waiting principal.
 	Caps map[string]int
+	// Shards splits queues into shards (shards.go): each server serves
+	// every shard of its queues, these and any other asynq has seen a job
+	// on (asynq:queues) when it starts, so no job a front end of another
+	// count put on a shard is left unserved (docs/deploy.md, "Queue
+	// shards"). asynq picks among a server's queues at random on each
+	// dequeue, all at one priority, so no shard starves. A cap holds per
+	// shard at dequeue; the claim counts the principal's tasks on the whole
+	// queue (taskstate.Share), so the cap holds across shards.
+	Shards Shards
 	// TaskCheckInterval bounds the pickup of a job whose wake-up was lost
 	// to 1.5 × TaskCheckInterval, as polling alone would (pollTiming).
 	TaskCheckInterval time.Duration
@@ -96,15 +106,24 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(Type, func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h) })
+	seen, err := cfg.Redis.SMembers(ctx, asynqQueuesKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: read the queues asynq has seen (%s): %w", asynqQueuesKey, err)
+	}
 	s := &Servers{}
 	for _, g := range cfg.Groups {
 		qs := make(map[string]int, len(g.Queues))
-		names := make([]string, 0, len(g.Queues))
-		caps := make([]int, 0, len(g.Queues))
+		var names []string
+		var caps []int
 		for _, q := range g.Queues {
-			qs[cfg.Keys.Queue(q)] = 1
-			names = append(names, cfg.Keys.Queue(q))
-			caps = append(caps, cfg.cap(q))
+			for _, aq := range servedShards(cfg, q, seen) {
+				if _, dup := qs[aq]; dup {
+					continue
+				}
+				qs[aq] = 1
+				names = append(names, aq)
+				caps = append(caps, cfg.cap(q))
+			}
 		}
 		wt := newWaiter(hold, names, caps, holding, woken)
 		s.waiters = append(s.waiters, wt)
@@ -141,6 +160,18 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	return s, nil
 }
 
+// servedShards are the asynq queues a server of mcpq queue q serves: its
+// shards by cfg.Shards, then any other shard of it in seen (asynq:queues).
+func servedShards(cfg ServeConfig, q string, seen []string) []string {
+	out := ShardQueues(cfg.Keys.Queue(q), cfg.Shards.of(q))
+	for _, aq := range seen {
+		if name, ok := cfg.Keys.QueueName(aq); ok && name != q && unshard(name) == q && !slices.Contains(out, aq) {
+			out = append(out, aq)
+		}
+	}
+	return out
+}
+
 // deliver decodes one delivery and hands it to h. A payload or job id no
 // enqueue of this package makes is dropped (logged, not retried).
 func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler) error {
@@ -157,6 +188,7 @@ func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler) err
 	}
 	q, _ := asynq.GetQueueName(ctx)
 	name, _ := cfg.Keys.QueueName(q)
+	name = unshard(name) // a shard's job is its queue's
 	if m.TP != "" {
 		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": m.TP})
 	}
