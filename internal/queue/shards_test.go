@@ -2,10 +2,16 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redistest"
@@ -13,9 +19,16 @@ import (
 	"github.com/mcpq/mcpq/taskstate/events"
 )
 
-// serveShards starts one server of queue "default" over cfgShards (nil:
+// serveShards starts one server of queue "default" over shards (nil:
 // unsharded), recording each delivery's job by its id.
 func serveShards(t *testing.T, b *redistest.Backend, shards queue.Shards, got *sync.Map) {
+	t.Helper()
+	serveShardsStop(t, b, shards, got)
+}
+
+// serveShardsStop is serveShards, answering the servers' Stop (also run
+// at cleanup; twice is harmless).
+func serveShardsStop(t *testing.T, b *redistest.Backend, shards queue.Shards, got *sync.Map) func() {
 	t.Helper()
 	hub := events.NewHub(b.Client)
 	t.Cleanup(func() { _ = hub.Close() })
@@ -29,7 +42,10 @@ func serveShards(t *testing.T, b *redistest.Backend, shards queue.Shards, got *s
 	if err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	t.Cleanup(srvs.Stop)
+	var once sync.Once
+	stop := func() { once.Do(srvs.Stop) }
+	t.Cleanup(stop)
+	return stop
 }
 
 // shardedJobs enqueues n jobs of queue "default" through c.
@@ -122,4 +138,100 @@ func TestShardsDisagree(t *testing.T) {
 			t.Fatalf("Revive of a job on the plain queue = %v, %v: want it found", again, err)
 		}
 	})
+}
+
+// TestShardedQueueSpreadsOverCluster runs a queue's load (enqueues, each
+// with its wake-up, and a worker's dequeues and acks) on the 3-primary
+// Redis Cluster (scripts/lib.sh start_redis_cluster: equal contiguous slot
+// ranges) and counts each primary's commands from INFO commandstats. With
+// 3 shards each primary does within 20 % of a third; unsharded, the one
+// primary of the queue's slot does most of it, which shows the count can
+// tell. Counts, not time: the figures are the same on any machine, but for
+// what other tests run on the cluster meanwhile, whose keys hash all over
+// it and so add about evenly.
+func TestShardedQueueSpreadsOverCluster(t *testing.T) {
+	b := redistest.Cluster(t)
+	cc := b.Client.(*redis.ClusterClient)
+	const jobs = 600
+	load := func(t *testing.T, shards int) map[string]int64 {
+		prefix := b.Prefix + strconv.Itoa(shards) + ":"
+		before := commandCalls(t, cc)
+		c := queue.NewClient(b.Client, queue.Options{Prefix: prefix, Shards: queue.Shards{"default": shards}})
+		sb := *b
+		sb.Prefix = prefix
+		var got sync.Map
+		stop := serveShardsStop(t, &sb, queue.Shards{"default": shards}, &got)
+		shardedJobs(t, c, jobs)
+		until(t, "every delivery", func() bool {
+			n := 0
+			got.Range(func(any, any) bool { n++; return true })
+			return n == jobs
+		})
+		stop()
+		after := commandCalls(t, cc)
+		delta := map[string]int64{}
+		for node, n := range after {
+			delta[node] = n - before[node]
+		}
+		return delta
+	}
+	spread := func(delta map[string]int64) (lo, hi float64) {
+		var total int64
+		for _, n := range delta {
+			total += n
+		}
+		mean := float64(total) / float64(len(delta))
+		lo, hi = math.Inf(1), 0
+		for _, n := range delta {
+			lo, hi = min(lo, float64(n)/mean), max(hi, float64(n)/mean)
+		}
+		return lo, hi
+	}
+	sharded := load(t, 3)
+	lo, hi := spread(sharded)
+	t.Logf("3 shards: commands per primary %v: %.2f to %.2f of even", sharded, lo, hi)
+	if len(sharded) != 3 || lo < 0.8 || hi > 1.2 {
+		t.Errorf("3 shards on 3 primaries: commands per primary %v, %.2f to %.2f of even: want within 20 %%", sharded, lo, hi)
+	}
+	plain := load(t, 1)
+	lo, hi = spread(plain)
+	t.Logf("unsharded: commands per primary %v: %.2f to %.2f of even", plain, lo, hi)
+	if hi < 1.5 {
+		t.Errorf("unsharded: commands per primary %v, at most %.2f of even: the count does not tell one primary's queue from a spread one", plain, hi)
+	}
+}
+
+// commandCalls sums each primary's INFO commandstats calls, but for INFO
+// and CLUSTER (this test's and the client's own look-ups), by address.
+func commandCalls(t *testing.T, cc *redis.ClusterClient) map[string]int64 {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string]int64{}
+	err := cc.ForEachMaster(ctx(t), func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		var n int64
+		for _, line := range strings.Split(info, "\n") {
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok || name == "cmdstat_info" || strings.HasPrefix(name, "cmdstat_cluster") {
+				continue
+			}
+			calls, _, _ := strings.Cut(rest, ",")
+			v, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				return fmt.Errorf("commandstats line %q: %w", line, err)
+			}
+			n += v
+		}
+		mu.Lock()
+		out[c.Options().Addr] = n
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	return out
 }
