@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,11 @@ type ServeConfig struct {
 	// shard at dequeue; the claim counts the principal's tasks on the whole
 	// queue (taskstate.Share), so the cap holds across shards.
 	Shards Shards
+	// ShardCheck is how often the servers look for a shard of their
+	// queues that appeared after they started (a front end of a higher
+	// count) and log an error naming it: they do not serve it until the
+	// worker restarts. Default 30 s.
+	ShardCheck time.Duration
 	// TaskCheckInterval bounds the pickup of a job whose wake-up was lost
 	// to 1.5 × TaskCheckInterval, as polling alone would (pollTiming).
 	TaskCheckInterval time.Duration
@@ -87,6 +93,8 @@ type Handler func(ctx context.Context, j Job) error
 type Servers struct {
 	srvs    []*asynq.Server
 	waiters []*waiter
+	// served are the asynq queues served, by the mcpq queue they shard.
+	served map[string]string
 	// stopWakes ends the wake-up subscriptions.
 	stopWakes context.CancelFunc
 }
@@ -110,7 +118,7 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: read the queues asynq has seen (%s): %w", asynqQueuesKey, err)
 	}
-	s := &Servers{}
+	s := &Servers{served: map[string]string{}}
 	for _, g := range cfg.Groups {
 		qs := make(map[string]int, len(g.Queues))
 		var names []string
@@ -121,6 +129,7 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 					continue
 				}
 				qs[aq] = 1
+				s.served[aq] = q
 				names = append(names, aq)
 				caps = append(caps, cfg.cap(q))
 			}
@@ -147,6 +156,7 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 		stop()
 		return nil, fmt.Errorf("queue: subscribe to wake-ups: %w", err)
 	}
+	go s.watchShards(wctx, cfg)
 	for i, srv := range s.srvs {
 		if err := srv.Start(mux); err != nil {
 			s.release()
@@ -170,6 +180,40 @@ func servedShards(cfg ServeConfig, q string, seen []string) []string {
 		}
 	}
 	return out
+}
+
+// watchShards logs an error, once each, for every shard of a served queue
+// that Redis has seen a job on and these servers do not serve, every
+// cfg.ShardCheck until done ends.
+func (s *Servers) watchShards(done context.Context, cfg ServeConfig) {
+	queues := map[string]bool{}
+	for _, q := range s.served {
+		queues[q] = true
+	}
+	told := map[string]bool{}
+	t := time.NewTicker(cmp.Or(cfg.ShardCheck, 30*time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-done.Done():
+			return
+		case <-t.C:
+		}
+		seen, err := cfg.Redis.SMembers(done, asynqQueuesKey).Result()
+		if err != nil {
+			continue // Redis away: the next tick looks again
+		}
+		for _, aq := range seen {
+			name, ok := cfg.Keys.QueueName(aq)
+			if _, served := s.served[aq]; !ok || served || told[aq] || !queues[unshard(name)] {
+				continue
+			}
+			told[aq] = true
+			cfg.Logger.Error("a shard of a served queue is not served: its jobs wait until this worker restarts; "+
+				"give front ends and workers the same --queue-shards (docs/deploy.md, \"Queue shards\")",
+				"queue", unshard(name), "shard", name)
+		}
+	}
 }
 
 // deliver decodes one delivery and hands it to h. A payload or job id no

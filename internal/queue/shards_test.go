@@ -235,3 +235,48 @@ func commandCalls(t *testing.T, cc *redis.ClusterClient) map[string]int64 {
 	}
 	return out
 }
+
+// TestUnservedShardLogged: a worker that started before a front end of a
+// higher shard count logs an error naming each shard it does not serve.
+func TestUnservedShardLogged(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		hub := events.NewHub(b.Client)
+		t.Cleanup(func() { _ = hub.Close() })
+		logs := &logBuffer{}
+		srvs, err := queue.Serve(ctx(t), queue.ServeConfig{Redis: b.Client, Keys: queue.Keys{Prefix: b.Prefix}, Hub: hub,
+			Groups: []queue.Group{{Queues: []string{"default"}, Concurrency: 1}}, ShardCheck: 10 * time.Millisecond,
+			TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil))},
+			func(context.Context, queue.Job) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srvs.Stop)
+		c := queue.NewClient(b.Client, queue.Options{Prefix: b.Prefix, Shards: queue.Shards{"default": 2}})
+		shardedJobs(t, c, 40)
+		shard := queue.ShardQueues(queue.Keys{Prefix: b.Prefix}.Queue("default"), 2)[1]
+		name, _ := queue.Keys{Prefix: b.Prefix}.QueueName(shard)
+		until(t, "an error naming shard "+name, func() bool { return strings.Contains(logs.String(), "shard="+name) })
+		if n := strings.Count(logs.String(), "shard="+name); n != 1 {
+			t.Errorf("shard %s named %d times, want once:\n%s", name, n, logs)
+		}
+	})
+}
+
+// logBuffer is a log destination safe for concurrent writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
