@@ -94,3 +94,25 @@ func TestShardedCap(t *testing.T) {
 		}
 	})
 }
+
+// TestShardSepRefused: a queue name with the shard separator would read
+// as a shard of another queue, so the worker refuses it where it is named.
+func TestShardSepRefused(t *testing.T) {
+	h := mini(t)
+	ok := func(context.Context, *worker.Call) (*proto.CallToolResult, error) { return worker.TextResult("x"), nil }
+	if _, err := worker.New(h.config(), worker.Tool{Name: "a", Queue: "gpu~1", Handler: ok}); err == nil || !strings.Contains(err.Error(), `"~"`) {
+		t.Errorf("a tool on queue gpu~1: %v, want refused", err)
+	}
+	for _, cfg := range []func(*worker.Config){
+		func(c *worker.Config) { c.Queues = map[string]int{"gpu~1": 1} },
+		func(c *worker.Config) { c.ToolQueues = map[string]string{"*": "gpu~1"} },
+		func(c *worker.Config) { c.QueueShards = map[string]int{"gpu~1": 2} },
+		func(c *worker.Config) { c.QueueShards = map[string]int{"gpu": 0} },
+	} {
+		c := h.config()
+		cfg(&c)
+		if _, err := worker.New(c, worker.Tool{Name: "a", Handler: ok}); err == nil {
+			t.Errorf("worker.New(%+v) accepted", c)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -213,6 +214,22 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	for q, n := range cfg.QueueShards {
 		if q == "" || n < 1 || n > queue.MaxShards {
 			return nil, fmt.Errorf("worker: QueueShards entry %q=%d needs a queue and 1 to %d shards", q, n, queue.MaxShards)
+		}
+	}
+	named := make([]string, 0, len(cfg.Queues)+len(cfg.ToolQueues)+len(cfg.QueueShards))
+	for q := range cfg.Queues {
+		named = append(named, q)
+	}
+	for _, q := range cfg.ToolQueues {
+		named = append(named, q)
+	}
+	for q := range cfg.QueueShards {
+		named = append(named, q)
+	}
+	for _, q := range named {
+		if strings.Contains(q, queue.ShardSep) {
+			return nil, fmt.Errorf("worker: queue %q: %q is kept for the names of a queue's shards (docs/deploy.md, \"Queue shards\")",
+				q, queue.ShardSep)
 		}
 	}
 	for k, q := range cfg.ToolQueues {
