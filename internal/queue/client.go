@@ -44,9 +44,12 @@ type Client struct {
 	maxTTL  time.Duration
 	capture bool
 	shards  Shards
-	rdb     redis.UniversalClient // for what asynq's client cannot do (front.go)
-	asynq   *asynq.Client
-	insp    *asynq.Inspector
+	// shardNames are the asynq queues of each sharded queue, by mcpq
+	// name, computed once (ShardQueues).
+	shardNames map[string][]string
+	rdb        redis.UniversalClient // for what asynq's client cannot do (front.go)
+	asynq      *asynq.Client
+	insp       *asynq.Inspector
 }
 
 // NewClient returns a Client over rdb. It holds no connection of its own.
@@ -56,8 +59,14 @@ func NewClient(rdb redis.UniversalClient, opts Options) *Client {
 	if opts.Capture {
 		through = newCaptureClient(rdb, through, keys)
 	}
-	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture, shards: opts.Shards, rdb: rdb,
-		asynq: asynq.NewClientFromRedisClient(through), insp: asynq.NewInspectorFromRedisClient(rdb)}
+	names := map[string][]string{}
+	for q := range opts.Shards {
+		if n := opts.Shards.of(q); n > 1 {
+			names[q] = ShardQueues(keys.Queue(q), n)
+		}
+	}
+	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture, shards: opts.Shards,
+		shardNames: names, rdb: rdb, asynq: asynq.NewClientFromRedisClient(through), insp: asynq.NewInspectorFromRedisClient(rdb)}
 }
 
 // Keys returns the names the client uses.
@@ -66,11 +75,10 @@ func (c *Client) Keys() Keys { return c.keys }
 // asynqQueue is the asynq queue of j's job: its queue's, or the shard
 // its task id picks of a sharded queue (shards.go).
 func (c *Client) asynqQueue(j Job) string {
-	q := c.keys.Queue(j.Queue)
-	if n := c.shards.of(j.Queue); n > 1 {
-		return ShardQueues(q, n)[shardOf(j.Ref.ID, n)]
+	if names, ok := c.shardNames[j.Queue]; ok {
+		return names[shardOf(j.Ref.ID, len(names))]
 	}
-	return q
+	return c.keys.Queue(j.Queue)
 }
 
 // shardsSeen are the asynq queues of queue (an mcpq queue name) asynq has

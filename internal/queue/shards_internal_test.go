@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcpq/mcpq/taskstate"
 )
 
 // TestKeySlot checks the slot function against Redis Cluster's
@@ -78,5 +80,19 @@ func TestShardOfSpreads(t *testing.T) {
 	}
 	if shardOf("x", 1) != 0 {
 		t.Errorf("one shard: shard 0")
+	}
+}
+
+// TestShardPickAllocatesNothing: picking a create's shard adds no
+// allocation to the create path.
+func TestShardPickAllocatesNothing(t *testing.T) {
+	c := NewClient(nil, Options{Shards: Shards{"gpu": 4}})
+	j := Job{Ref: taskstate.Ref{Owner: "o", ID: "01JABCDEFGHIJKLMNOPQRSTUVW"}, Queue: "gpu"}
+	var q string
+	if n := testing.AllocsPerRun(100, func() { q = c.asynqQueue(j) }); n != 0 {
+		t.Errorf("asynqQueue allocates %v times", n)
+	}
+	if want := ShardQueues(c.keys.Queue("gpu"), 4)[shardOf(j.Ref.ID, 4)]; q != want {
+		t.Errorf("asynqQueue = %q, want %q", q, want)
 	}
 }
