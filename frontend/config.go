@@ -120,6 +120,11 @@ type Config struct {
 	// MaxTTL caps every task lifetime (default DefaultMaxTTL, 24h;
 	// workers must have the same worker.Config.MaxTTL).
 	MaxTTL time.Duration
+	// QueueShards splits queues into shards, by mcpq queue name: a create
+	// puts its job on the shard its task id picks (internal/queue
+	// shards.go; docs/deploy.md, "Queue shards"). Workers must have the
+	// same worker.Config.QueueShards.
+	QueueShards map[string]int
 	// AllowUnlimitedTTL lets tools ask for tasks that never expire
 	// (ttlMs null); otherwise they get MaxTTL.
 	AllowUnlimitedTTL bool

@@ -103,7 +103,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Enqueuer == nil {
 		// Its enqueues outside a create (a resume after input) wake idle
 		// workers too.
-		jobs = queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL, Capture: true})
+		jobs = queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL, Capture: true,
+			Shards: cfg.QueueShards})
 		cfg.Enqueuer = queueEnqueuer{jobs}
 	}
 	billing := billmetrics.New(cfg.Metrics)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/proto"
 	"github.com/mcpq/mcpq/taskstate/catalog"
 )
@@ -132,6 +134,9 @@ func (t Tool) validate() error {
 		return errors.New("worker: tool without a name")
 	case t.Handler == nil:
 		return fmt.Errorf("worker: tool %q has no handler", t.Name)
+	case strings.Contains(t.Queue, queue.ShardSep):
+		return fmt.Errorf("worker: tool %q: queue %q: %q is kept for the names of a queue's shards (docs/deploy.md, \"Queue shards\")",
+			t.Name, t.Queue, queue.ShardSep)
 	}
 	switch t.Policy {
 	case "", PolicyAuto, PolicySync, PolicyTask:

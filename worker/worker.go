@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,6 +114,13 @@ type Config struct {
 	// worker's tasks stop counting after LostAfter. Empty (the default):
 	// no cap. Every worker of a deployment needs the same.
 	MaxRunningPerPrincipal map[string]int
+	// QueueShards splits queues into shards, by mcpq queue name: each
+	// shard is its own asynq queue on its own Redis Cluster slot, so one
+	// queue's work spreads over a cluster's primaries (docs/deploy.md,
+	// "Queue shards"). The worker serves every shard of its queues, and
+	// every other shard of them asynq has seen a job on when it starts.
+	// Front ends and workers of a deployment need the same.
+	QueueShards map[string]int
 	// BusyDelay is how long a job refused at claim over its principal's
 	// cap, or handed back for a tool this worker does not serve
 	// (handback.go), waits
@@ -203,6 +211,27 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 			return nil, fmt.Errorf("worker: queue %q needs a name and a concurrency above 0 (got %d)", q, n)
 		}
 	}
+	for q, n := range cfg.QueueShards {
+		if q == "" || n < 1 || n > queue.MaxShards {
+			return nil, fmt.Errorf("worker: QueueShards entry %q=%d needs a queue and 1 to %d shards", q, n, queue.MaxShards)
+		}
+	}
+	named := make([]string, 0, len(cfg.Queues)+len(cfg.ToolQueues)+len(cfg.QueueShards))
+	for q := range cfg.Queues {
+		named = append(named, q)
+	}
+	for _, q := range cfg.ToolQueues {
+		named = append(named, q)
+	}
+	for q := range cfg.QueueShards {
+		named = append(named, q)
+	}
+	for _, q := range named {
+		if strings.Contains(q, queue.ShardSep) {
+			return nil, fmt.Errorf("worker: queue %q: %q is kept for the names of a queue's shards (docs/deploy.md, \"Queue shards\")",
+				q, queue.ShardSep)
+		}
+	}
 	for k, q := range cfg.ToolQueues {
 		if k == "" || q == "" {
 			return nil, fmt.Errorf("worker: ToolQueues entry %q=%q needs a key and a queue", k, q)
@@ -257,7 +286,7 @@ func New(cfg Config, tools ...Tool) (*Worker, error) {
 	numbers := series.NewRecorder(cfg.Redis, cfg.Prefix, cfg.Clock)
 	w := &Worker{cfg: cfg, entries: map[string]*entry{}, log: cfg.Logger, ready: make(chan struct{}), started: time.Now(),
 		jobs:   map[string]map[int64]func(){},
-		enq:    queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL}),
+		enq:    queue.NewClient(cfg.Redis, queue.Options{Prefix: cfg.Prefix, MaxTTL: cfg.MaxTTL, Shards: cfg.QueueShards}),
 		series: numbers,
 		store: taskstate.New(cfg.Redis, taskstate.Options{Prefix: cfg.Prefix, Clock: cfg.Clock, LostAfter: cfg.LostAfter,
 			Worker:  workerID(cfg.Name),
@@ -437,7 +466,8 @@ func (w *Worker) serveConfig(hub *events.Hub, named map[string]int) queue.ServeC
 		ShutdownTimeout: w.cfg.ShutdownTimeout, Logger: w.log,
 		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc,
 		// A principal at its hard cap is passed over at dequeue: it waits without polling.
-		Caps: w.cfg.MaxRunningPerPrincipal}
+		Caps:   w.cfg.MaxRunningPerPrincipal,
+		Shards: w.cfg.QueueShards}
 }
 
 // publish writes the definitions of the entries this worker serves and

@@ -142,12 +142,13 @@ func frontendFlags(fs *flag.FlagSet, cfg *frontend.Config) {
 
 // sharedFlags registers the settings front ends and workers must agree on,
 // each once (mcpq dev registers them once, for both): the lost-delivery
-// bound and the cap on task lifetimes.
-func sharedFlags(fs *flag.FlagSet, lostAfter, maxTTL *time.Duration) {
+// bound, the cap on task lifetimes and the queues' shards.
+func sharedFlags(fs *flag.FlagSet, lostAfter, maxTTL *time.Duration, shards *map[string]int) {
 	fs.DurationVar(lostAfter, "lost-after", envDuration("MCPQ_LOST_AFTER", taskstate.DefaultLostAfter),
 		"a running task whose worker has not heartbeat for this long is run again elsewhere (env MCPQ_LOST_AFTER)")
 	fs.DurationVar(maxTTL, "max-ttl", envDuration("MCPQ_MAX_TTL", worker.DefaultMaxTTL),
 		"cap on every task lifetime, also when a tool extends it (env MCPQ_MAX_TTL)")
+	shardsFlag(fs, shards) // queues.go
 }
 
 // workerFlags registers the worker's flags, defaulted from the environment.

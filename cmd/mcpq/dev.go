@@ -27,7 +27,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	wcfg := worker.Config{Logger: log}
 	var fixtures, tools string
 	workerFlags(fs, &wcfg, &fixtures, &tools)
-	sharedFlags(fs, &wcfg.LostAfter, &wcfg.MaxTTL)
+	sharedFlags(fs, &wcfg.LostAfter, &wcfg.MaxTTL, &wcfg.QueueShards)
 	var auth authFlags
 	auth.register(fs)
 	var blobs blobFlags
@@ -65,7 +65,7 @@ func runDev(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer stopTracing()
 	fcfg.TracerProvider, wcfg.TracerProvider = tp, tp
-	fcfg.LostAfter, fcfg.MaxTTL = wcfg.LostAfter, wcfg.MaxTTL
+	fcfg.LostAfter, fcfg.MaxTTL, fcfg.QueueShards = wcfg.LostAfter, wcfg.MaxTTL, wcfg.QueueShards
 	auth2, err := auth.devAuth(rdb)
 	if err != nil {
 		return err

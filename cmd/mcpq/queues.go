@@ -3,11 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/worker"
 )
 
@@ -68,6 +70,56 @@ func parseQueues(v string) (map[string]int, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no queue given (like gpu=2,cpu=8)")
+	}
+	return out, nil
+}
+
+// shardsFlag registers --queue-shards, defaulted from MCPQ_QUEUE_SHARDS:
+// "gpu=4,cpu=2", or the flag repeated (--queue-shards gpu=4 --queue-shards
+// cpu=2); a queue given twice takes its last count. A bad value in the
+// environment stops the process: a front end and workers that disagree
+// on a queue's shards spread its jobs over shards some workers do not
+// serve until they restart (docs/deploy.md, "Queue shards").
+func shardsFlag(fs *flag.FlagSet, shards *map[string]int) {
+	set := func(v string) error {
+		add, err := parseShards(v)
+		if err != nil {
+			return err
+		}
+		if *shards == nil {
+			*shards = map[string]int{}
+		}
+		maps.Copy(*shards, add)
+		return nil
+	}
+	envFunc(fs, "queue-shards", "MCPQ_QUEUE_SHARDS",
+		fmt.Sprintf(`split queues into shards, like gpu=4 (comma-separated or the flag repeated; 1 to %d): each shard is its own asynq queue on its own Redis Cluster slot, so one queue's work spreads over the cluster's primaries; front ends and workers need the same (env MCPQ_QUEUE_SHARDS; docs/deploy.md "Queue shards")`, queue.MaxShards),
+		set)
+}
+
+// parseShards reads "gpu=4,cpu=2".
+func parseShards(v string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, item := range splitList(v) {
+		name, n, ok := strings.Cut(item, "=")
+		name = strings.TrimSpace(name)
+		if !ok {
+			return nil, fmt.Errorf("%q is not queue=shards (like gpu=4)", item)
+		}
+		if err := checkQueueName(name); err != nil {
+			return nil, err
+		}
+		c, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || c < 1 || c > queue.MaxShards {
+			return nil, fmt.Errorf("queue %s: shards %q is not a whole number from 1 to %d", name, n, queue.MaxShards)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("queue %s given twice", name)
+		}
+		out[name] = c
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no queue given (like gpu=4)")
 	}
 	return out, nil
 }

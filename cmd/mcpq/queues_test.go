@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"maps"
 	"strings"
 	"testing"
@@ -89,5 +90,49 @@ func TestParseShares(t *testing.T) {
 		if err != nil || !maps.Equal(got, tc.want) {
 			t.Errorf("parseShares(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+func TestParseShards(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want map[string]int
+		err  string
+	}{
+		{in: "gpu=4,cpu=2", want: map[string]int{"gpu": 4, "cpu": 2}},
+		{in: "gpu=1", want: map[string]int{"gpu": 1}},
+		{in: "gpu=256", want: map[string]int{"gpu": 256}},
+		{in: "gpu=257", err: `shards "257" is not a whole number from 1 to 256`},
+		{in: "gpu=0", err: `shards "0"`},
+		{in: "gpu", err: `"gpu" is not queue=shards`},
+		{in: "g~1=2", err: `queue name "g~1"`},
+		{in: "gpu=1,gpu=2", err: "queue gpu given twice"},
+		{in: "", err: "no queue given"},
+	} {
+		got, err := parseShards(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseShards(%q) = %v, %v; want error %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !maps.Equal(got, tc.want) {
+			t.Errorf("parseShards(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestQueueShardsFlagRepeats: --queue-shards may be repeated or
+// comma-separated, and adds to what MCPQ_QUEUE_SHARDS set.
+func TestQueueShardsFlagRepeats(t *testing.T) {
+	t.Setenv("MCPQ_QUEUE_SHARDS", "cpu=2")
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var shards map[string]int
+	shardsFlag(fs, &shards)
+	if err := fs.Parse([]string{"--queue-shards", "gpu=4", "--queue-shards", "a=3,b=5"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"cpu": 2, "gpu": 4, "a": 3, "b": 5}; !maps.Equal(shards, want) {
+		t.Errorf("shards = %v, want %v", shards, want)
 	}
 }

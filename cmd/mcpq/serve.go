@@ -25,7 +25,7 @@ func runFrontend(ctx context.Context, log *slog.Logger, args []string) error {
 	addr := fs.String("addr", env("MCPQ_ADDR", ":8080"), "listen address (env MCPQ_ADDR)")
 	cfg := frontend.Config{Logger: log, Prefix: env("MCPQ_PREFIX", "")}
 	frontendFlags(fs, &cfg)
-	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL)
+	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL, &cfg.QueueShards)
 	var auth authFlags
 	auth.register(fs)
 	var blobs blobFlags
@@ -120,7 +120,7 @@ func runWorker(ctx context.Context, log *slog.Logger, args []string) error {
 	cfg := worker.Config{Logger: log, Prefix: env("MCPQ_PREFIX", "")}
 	var fixtures, tools string
 	workerFlags(fs, &cfg, &fixtures, &tools)
-	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL)
+	sharedFlags(fs, &cfg.LostAfter, &cfg.MaxTTL, &cfg.QueueShards)
 	var blobs blobFlags
 	blobs.register(fs, true)
 	// Off by default: several workers often share a host (tests, a dev

@@ -25,6 +25,10 @@ type Options struct {
 	// It adds a hook to the Redis client that refuses, under a capture,
 	// every command asynq's enqueue does not send (capture.go).
 	Capture bool
+	// Shards splits queues into shards (shards.go): a job goes to the
+	// shard its task id picks. Every process of a deployment needs the
+	// same (docs/deploy.md, "Queue shards").
+	Shards Shards
 }
 
 // DefaultMaxTTL is Options.MaxTTL's default, the same as the front end's
@@ -39,9 +43,13 @@ type Client struct {
 	keys    Keys
 	maxTTL  time.Duration
 	capture bool
-	rdb     redis.UniversalClient // for what asynq's client cannot do (front.go)
-	asynq   *asynq.Client
-	insp    *asynq.Inspector
+	shards  Shards
+	// shardNames are the asynq queues of each sharded queue, by mcpq
+	// name, computed once (ShardQueues).
+	shardNames map[string][]string
+	rdb        redis.UniversalClient // for what asynq's client cannot do (front.go)
+	asynq      *asynq.Client
+	insp       *asynq.Inspector
 }
 
 // NewClient returns a Client over rdb. It holds no connection of its own.
@@ -51,17 +59,49 @@ func NewClient(rdb redis.UniversalClient, opts Options) *Client {
 	if opts.Capture {
 		through = newCaptureClient(rdb, through, keys)
 	}
-	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture, rdb: rdb,
-		asynq: asynq.NewClientFromRedisClient(through), insp: asynq.NewInspectorFromRedisClient(rdb)}
+	names := map[string][]string{}
+	for q := range opts.Shards {
+		if n := opts.Shards.of(q); n > 1 {
+			names[q] = ShardQueues(keys.Queue(q), n)
+		}
+	}
+	return &Client{keys: keys, maxTTL: cmp.Or(opts.MaxTTL, DefaultMaxTTL), capture: opts.Capture, shards: opts.Shards,
+		shardNames: names, rdb: rdb, asynq: asynq.NewClientFromRedisClient(through), insp: asynq.NewInspectorFromRedisClient(rdb)}
 }
 
 // Keys returns the names the client uses.
 func (c *Client) Keys() Keys { return c.keys }
 
+// asynqQueue is the asynq queue of j's job: its queue's, or the shard
+// its task id picks of a sharded queue (shards.go).
+func (c *Client) asynqQueue(j Job) string {
+	if names, ok := c.shardNames[j.Queue]; ok {
+		return names[shardOf(j.Ref.ID, len(names))]
+	}
+	return c.keys.Queue(j.Queue)
+}
+
+// shardsSeen are the asynq queues of queue (an mcpq queue name) asynq has
+// seen a job on, all (asynq:queues, as Queues reads it): its plain name
+// and every shard's, whatever count made them.
+func (c *Client) shardsSeen(queue string) ([]string, error) {
+	all, err := c.insp.Queues()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, q := range all {
+		if name, ok := c.keys.QueueName(q); ok && unshard(name) == queue {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
 // Enqueue puts j on its queue, to be delivered at once. A job already
 // there (the same task and Seq) is a harmless conflict and answers nil.
 func (c *Client) Enqueue(ctx context.Context, j Job) error {
-	return enqueue(ctx, c.asynq, c.keys, j, c.maxTTL, 0)
+	return enqueue(ctx, c.asynq, c.asynqQueue(j), j, c.maxTTL, 0)
 }
 
 // EnqueueIn is Enqueue for a job to be delivered after delay: a task over
@@ -69,7 +109,7 @@ func (c *Client) Enqueue(ctx context.Context, j Job) error {
 // not serve its tool. Such a job waits in asynq's scheduled set, which each
 // worker's servers move to the queue every DelayedCheck (ServeConfig).
 func (c *Client) EnqueueIn(ctx context.Context, j Job, delay time.Duration) error {
-	return enqueue(ctx, c.asynq, c.keys, j, c.maxTTL, max(delay, time.Millisecond))
+	return enqueue(ctx, c.asynq, c.asynqQueue(j), j, c.maxTTL, max(delay, time.Millisecond))
 }
 
 // Capture records the enqueue of j into a taskstate.Job for
@@ -82,7 +122,7 @@ func (c *Client) Capture(ctx context.Context, j Job) (taskstate.Job, error) {
 		return nil, errors.New("queue: Capture on a Client without Options.Capture")
 	}
 	cj := &capturedJob{}
-	if err := enqueue(context.WithValue(ctx, captureKey{}, cj), c.asynq, c.keys, j, c.maxTTL, 0); err != nil {
+	if err := enqueue(context.WithValue(ctx, captureKey{}, cj), c.asynq, c.asynqQueue(j), j, c.maxTTL, 0); err != nil {
 		return nil, err
 	}
 	if !cj.captured {
@@ -95,7 +135,7 @@ func (c *Client) Capture(ctx context.Context, j Job) (taskstate.Job, error) {
 // whose record was refused. A job not there (never queued, or taken by a
 // worker, which finds no record and drops it) is no error.
 func (c *Client) Drop(j Job) error {
-	q, id := c.keys.Queue(j.Queue), ID(j.Ref, j.Seq)
+	q, id := c.asynqQueue(j), ID(j.Ref, j.Seq)
 	// A job waiting in its principal's list (fair.go) is not in asynq's
 	// pending list, where asynq's inspector looks.
 	n, err := fairDrop.Run(context.Background(), c.rdb, []string{"asynq:{" + q + "}:t:" + id, "asynq:{" + q + "}:pending"}, id).Int64()
@@ -115,19 +155,31 @@ func (c *Client) Drop(j Job) error {
 // Revive enqueues j unless asynq still holds its job to run (pending,
 // active, scheduled or waiting for a retry): a stranded task's job, lost
 // or archived after its retries (an archived one is deleted first). It
-// reports whether it enqueued.
+// reports whether it enqueued. A sharded queue's job is looked for on
+// every shard asynq has seen, not only the one this client's count picks:
+// one enqueued under another count (a process that disagrees) is found
+// too, and not enqueued twice.
 func (c *Client) Revive(ctx context.Context, j Job) (bool, error) {
-	queue, id := c.keys.Queue(j.Queue), ID(j.Ref, j.Seq)
-	info, err := c.insp.GetTaskInfo(queue, id)
-	switch {
-	case err == nil && info.State != asynq.TaskStateArchived:
-		return false, nil // it will run
-	case err == nil:
-		if err := c.insp.DeleteTask(queue, id); err != nil {
+	queues, err := c.shardsSeen(j.Queue)
+	if err != nil {
+		return false, err
+	}
+	if own := c.asynqQueue(j); !slices.Contains(queues, own) {
+		queues = append(queues, own)
+	}
+	id := ID(j.Ref, j.Seq)
+	for _, queue := range queues {
+		info, err := c.insp.GetTaskInfo(queue, id)
+		switch {
+		case err == nil && info.State != asynq.TaskStateArchived:
+			return false, nil // it will run
+		case err == nil:
+			if err := c.insp.DeleteTask(queue, id); err != nil {
+				return false, err
+			}
+		case !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
 			return false, err
 		}
-	case !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
-		return false, err
 	}
 	return true, c.Enqueue(ctx, j)
 }
@@ -141,7 +193,7 @@ type Depth struct {
 }
 
 // Queues lists the mcpq queues (of the client's prefix) asynq has seen a
-// job on.
+// job on: a sharded queue once, by its name.
 func (c *Client) Queues() (map[string]bool, error) {
 	all, err := c.insp.Queues()
 	if err != nil {
@@ -150,32 +202,62 @@ func (c *Client) Queues() (map[string]bool, error) {
 	out := make(map[string]bool, len(all))
 	for _, q := range all {
 		if name, ok := c.keys.QueueName(q); ok {
-			out[name] = true
+			out[unshard(name)] = true
 		}
 	}
 	return out, nil
 }
 
-// Depth reads what queue (an mcpq queue asynq has seen: Queues) holds.
+// Depth reads what queue (an mcpq queue asynq has seen: Queues) holds:
+// of a sharded queue, the sum over every shard asynq has seen, and the
+// oldest pending job's age of them all.
 func (c *Client) Depth(queue string) (Depth, error) {
-	info, err := c.insp.GetQueueInfo(c.keys.Queue(queue))
+	shards, err := c.shardsSeen(queue)
 	if err != nil {
 		return Depth{}, err
 	}
-	waiting, err := c.rdb.Get(context.Background(), waitingKey(c.keys.Queue(queue))).Int()
-	if err != nil && err != redis.Nil {
-		return Depth{}, fmt.Errorf("queue: read waiting jobs of %s: %w", queue, err)
+	if len(shards) == 0 {
+		shards = []string{c.keys.Queue(queue)} // asynq answers its "queue not found"
 	}
-	return Depth{Pending: info.Pending + max(waiting, 0), Active: info.Active, Scheduled: info.Scheduled, Retry: info.Retry,
-		Archived: info.Archived, Latency: info.Latency}, nil
+	var d Depth
+	for _, q := range shards {
+		info, err := c.insp.GetQueueInfo(q)
+		if err != nil {
+			return Depth{}, err
+		}
+		waiting, err := c.rdb.Get(context.Background(), waitingKey(q)).Int()
+		if err != nil && err != redis.Nil {
+			return Depth{}, fmt.Errorf("queue: read waiting jobs of %s: %w", q, err)
+		}
+		d.Pending += info.Pending + max(waiting, 0)
+		d.Active += info.Active
+		d.Scheduled += info.Scheduled
+		d.Retry += info.Retry
+		d.Archived += info.Archived
+		d.Latency = max(d.Latency, info.Latency)
+	}
+	return d, nil
 }
 
 // Pending lists the ids of the jobs of queue (an mcpq queue name) that
 // wait to run: those in asynq's pending list, then those waiting by
-// principal (fair.go), each principal's oldest first. For tests and
+// principal (fair.go), each principal's oldest first; of a sharded
+// queue, shard after shard (of this client's count). For tests and
 // tools: it reads every waiting list.
 func (c *Client) Pending(ctx context.Context, queue string) ([]string, error) {
-	aq := c.keys.Queue(queue)
+	var ids []string
+	for _, aq := range ShardQueues(c.keys.Queue(queue), c.shards.of(queue)) {
+		more, err := c.pending(ctx, queue, aq)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, more...)
+	}
+	return ids, nil
+}
+
+// pending is Pending of one asynq queue aq of queue.
+func (c *Client) pending(ctx context.Context, queue, aq string) ([]string, error) {
 	ids, err := c.rdb.LRange(ctx, "asynq:{"+aq+"}:pending", 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("queue: pending jobs of %s: %w", queue, err)

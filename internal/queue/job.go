@@ -200,12 +200,12 @@ type enqueuer interface {
 	EnqueueContext(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (*asynq.TaskInfo, error)
 }
 
-// enqueue puts j on its queue (under k's prefix) to be delivered after
-// delay (0: at once), with the trace context of ctx's span, if any, in the
+// enqueue puts j on asynq queue q (its queue's, or its shard's:
+// Client.asynqQueue) to be delivered after delay (0: at once), with the trace context of ctx's span, if any, in the
 // payload (Trace reads it back). A job already there (the same id) is a
 // harmless conflict and answers nil.
-func enqueue(ctx context.Context, enq enqueuer, k Keys, j Job, maxTTL, delay time.Duration) error {
-	opts := []asynq.Option{asynq.TaskID(ID(j.Ref, j.Seq)), asynq.Queue(k.Queue(j.Queue)), asynq.MaxRetry(MaxRetry),
+func enqueue(ctx context.Context, enq enqueuer, q string, j Job, maxTTL, delay time.Duration) error {
+	opts := []asynq.Option{asynq.TaskID(ID(j.Ref, j.Seq)), asynq.Queue(q), asynq.MaxRetry(MaxRetry),
 		asynq.Timeout(Timeout(maxTTL))}
 	if delay > 0 {
 		opts = append(opts, asynq.ProcessIn(delay))

@@ -1,9 +1,11 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +36,20 @@ type ServeConfig struct {
 	// (fair.go); a principal at it is passed over while it waits. Empty
 	// or 0: no cap, every free slot may go to any waiting principal.
 	Caps map[string]int
+	// Shards splits queues into shards (shards.go): each server serves
+	// every shard of its queues, these and any other asynq has seen a job
+	// on (asynq:queues) when it starts, so no job a front end of another
+	// count put on a shard is left unserved (docs/deploy.md, "Queue
+	// shards"). asynq picks among a server's queues at random on each
+	// dequeue, all at one priority, so no shard starves. A cap holds per
+	// shard at dequeue; the claim counts the principal's tasks on the whole
+	// queue (taskstate.Share), so the cap holds across shards.
+	Shards Shards
+	// ShardCheck is how often the servers look for a shard of their
+	// queues that appeared after they started (a front end of a higher
+	// count) and log an error naming it: they do not serve it until the
+	// worker restarts. Default 30 s.
+	ShardCheck time.Duration
 	// TaskCheckInterval bounds the pickup of a job whose wake-up was lost
 	// to 1.5 × TaskCheckInterval, as polling alone would (pollTiming).
 	TaskCheckInterval time.Duration
@@ -77,6 +93,8 @@ type Handler func(ctx context.Context, j Job) error
 type Servers struct {
 	srvs    []*asynq.Server
 	waiters []*waiter
+	// served are the asynq queues served, by the mcpq queue they shard.
+	served map[string]string
 	// stopWakes ends the wake-up subscriptions.
 	stopWakes context.CancelFunc
 }
@@ -96,15 +114,25 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(Type, func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h) })
-	s := &Servers{}
+	seen, err := cfg.Redis.SMembers(ctx, asynqQueuesKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: read the queues asynq has seen (%s): %w", asynqQueuesKey, err)
+	}
+	s := &Servers{served: map[string]string{}}
 	for _, g := range cfg.Groups {
 		qs := make(map[string]int, len(g.Queues))
-		names := make([]string, 0, len(g.Queues))
-		caps := make([]int, 0, len(g.Queues))
+		var names []string
+		var caps []int
 		for _, q := range g.Queues {
-			qs[cfg.Keys.Queue(q)] = 1
-			names = append(names, cfg.Keys.Queue(q))
-			caps = append(caps, cfg.cap(q))
+			for _, aq := range servedShards(cfg, q, seen) {
+				if _, dup := qs[aq]; dup {
+					continue
+				}
+				qs[aq] = 1
+				s.served[aq] = q
+				names = append(names, aq)
+				caps = append(caps, cfg.cap(q))
+			}
 		}
 		wt := newWaiter(hold, names, caps, holding, woken)
 		s.waiters = append(s.waiters, wt)
@@ -128,6 +156,7 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 		stop()
 		return nil, fmt.Errorf("queue: subscribe to wake-ups: %w", err)
 	}
+	go s.watchShards(wctx, cfg)
 	for i, srv := range s.srvs {
 		if err := srv.Start(mux); err != nil {
 			s.release()
@@ -139,6 +168,52 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 		}
 	}
 	return s, nil
+}
+
+// servedShards are the asynq queues a server of mcpq queue q serves: its
+// shards by cfg.Shards, then any other shard of it in seen (asynq:queues).
+func servedShards(cfg ServeConfig, q string, seen []string) []string {
+	out := ShardQueues(cfg.Keys.Queue(q), cfg.Shards.of(q))
+	for _, aq := range seen {
+		if name, ok := cfg.Keys.QueueName(aq); ok && name != q && unshard(name) == q && !slices.Contains(out, aq) {
+			out = append(out, aq)
+		}
+	}
+	return out
+}
+
+// watchShards logs an error, once each, for every shard of a served queue
+// that Redis has seen a job on and these servers do not serve, every
+// cfg.ShardCheck until done ends.
+func (s *Servers) watchShards(done context.Context, cfg ServeConfig) {
+	queues := map[string]bool{}
+	for _, q := range s.served {
+		queues[q] = true
+	}
+	told := map[string]bool{}
+	t := time.NewTicker(cmp.Or(cfg.ShardCheck, 30*time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-done.Done():
+			return
+		case <-t.C:
+		}
+		seen, err := cfg.Redis.SMembers(done, asynqQueuesKey).Result()
+		if err != nil {
+			continue // Redis away: the next tick looks again
+		}
+		for _, aq := range seen {
+			name, ok := cfg.Keys.QueueName(aq)
+			if _, served := s.served[aq]; !ok || served || told[aq] || !queues[unshard(name)] {
+				continue
+			}
+			told[aq] = true
+			cfg.Logger.Error("a shard of a served queue is not served: its jobs wait until this worker restarts; "+
+				"give front ends and workers the same --queue-shards (docs/deploy.md, \"Queue shards\")",
+				"queue", unshard(name), "shard", name)
+		}
+	}
 }
 
 // deliver decodes one delivery and hands it to h. A payload or job id no
@@ -157,6 +232,7 @@ func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler) err
 	}
 	q, _ := asynq.GetQueueName(ctx)
 	name, _ := cfg.Keys.QueueName(q)
+	name = unshard(name) // a shard's job is its queue's
 	if m.TP != "" {
 		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": m.TP})
 	}

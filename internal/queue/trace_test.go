@@ -24,7 +24,7 @@ func TestTraceInPayload(t *testing.T) {
 	for _, ref := range []taskstate.Ref{{Owner: "p1", ID: "abc"}, {Owner: `we"ird`, ID: "ünï"}} {
 		var enq capture
 		ctx := trace.ContextWithSpanContext(context.Background(), sc)
-		if err := enqueue(ctx, &enq, Keys{}, Job{Ref: ref, Tool: "echo", Queue: "q"}, time.Hour, 0); err != nil {
+		if err := enqueue(ctx, &enq, "q", Job{Ref: ref, Tool: "echo", Queue: "q"}, time.Hour, 0); err != nil {
 			t.Fatal(err)
 		}
 		if got, tool, err := Decode(enq.payload); err != nil || got != ref || tool != "echo" {
@@ -35,7 +35,7 @@ func TestTraceInPayload(t *testing.T) {
 			t.Errorf("Trace(%s) = %+v, want remote %s/%s sampled", enq.payload, got, tid, sid)
 		}
 		var plainEnq capture // no span: the payload is Payload's
-		if err := enqueue(context.Background(), &plainEnq, Keys{}, Job{Ref: ref, Tool: "echo", Queue: "q"}, time.Hour, 0); err != nil {
+		if err := enqueue(context.Background(), &plainEnq, "q", Job{Ref: ref, Tool: "echo", Queue: "q"}, time.Hour, 0); err != nil {
 			t.Fatal(err)
 		}
 		if want := Payload(Job{Ref: ref, Tool: "echo"}); string(plainEnq.payload) != string(want) {
@@ -87,7 +87,7 @@ func TestEnqueueOptions(t *testing.T) {
 	ref := taskstate.Ref{Owner: "p1", ID: "abc"}
 	k := Keys{Prefix: "mcpq:"}
 	var o options
-	if err := enqueue(context.Background(), &o, k, Job{Ref: ref, Tool: "echo", Seq: 2, Queue: "gpu"}, 24*time.Hour, 0); err != nil {
+	if err := enqueue(context.Background(), &o, k.Queue("gpu"), Job{Ref: ref, Tool: "echo", Seq: 2, Queue: "gpu"}, 24*time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	if o.opts[asynq.TaskIDOpt] != "abc#2" || o.opts[asynq.QueueOpt] != "mcpq:gpu" {
@@ -102,18 +102,18 @@ func TestEnqueueOptions(t *testing.T) {
 	if _, delayed := o.opts[asynq.ProcessInOpt]; delayed {
 		t.Errorf("an enqueue without a delay has ProcessIn %v", o.opts[asynq.ProcessInOpt])
 	}
-	if err := enqueue(context.Background(), &o, k, Job{Ref: ref, Queue: "gpu"}, time.Hour, time.Second); err != nil {
+	if err := enqueue(context.Background(), &o, k.Queue("gpu"), Job{Ref: ref, Queue: "gpu"}, time.Hour, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := o.opts[asynq.ProcessInOpt].(time.Duration); d != time.Second {
 		t.Errorf("a delayed enqueue has ProcessIn %v, want 1s", o.opts[asynq.ProcessInOpt])
 	}
 	o.err = fmt.Errorf("wrapped: %w", asynq.ErrTaskIDConflict)
-	if err := enqueue(context.Background(), &o, k, Job{Ref: ref, Queue: "gpu"}, time.Hour, 0); err != nil {
+	if err := enqueue(context.Background(), &o, k.Queue("gpu"), Job{Ref: ref, Queue: "gpu"}, time.Hour, 0); err != nil {
 		t.Errorf("an id conflict: %v, want nil", err)
 	}
 	o.err = errors.New("broker down")
-	if err := enqueue(context.Background(), &o, k, Job{Ref: ref, Queue: "gpu"}, time.Hour, 0); err == nil {
+	if err := enqueue(context.Background(), &o, k.Queue("gpu"), Job{Ref: ref, Queue: "gpu"}, time.Hour, 0); err == nil {
 		t.Error("a failed enqueue answered nil")
 	}
 }

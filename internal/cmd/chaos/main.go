@@ -36,6 +36,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/worker"
 )
 
 // config is one run's settings; targets are the acceptance limits.
@@ -65,6 +66,7 @@ type config struct {
 	redisPause       time.Duration // the freeze's length
 	commandTools     bool          // also run chaos_tree, a command tool with a grandchild (trees.go)
 	churn            int           // worker SIGKILLs of the churn (churn.go; 0: none)
+	queueShards      int           // shards of the tools' queue, on front ends and workers (1: unsharded)
 }
 
 func parseFlags(args []string) (config, error) {
@@ -92,6 +94,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.redisFaults, "redis-faults", false, "the Redis run: Redis frozen (SIGSTOP) for --redis-pause, later restarted, every worker alive; checks that nothing is taken from a live worker")
 	fs.DurationVar(&c.redisPause, "redis-pause", 30*time.Second, "how long the Redis run keeps Redis frozen")
 	fs.IntVar(&c.churn, "churn", 0, "continuous churn: this many worker SIGKILLs, one every 2 to 5 s from 30% of the load phase (0: none); adds the claimed-after-takeover check")
+	fs.IntVar(&c.queueShards, "queue-shards", 1, "split the tools' queue (mcpq) into this many shards on every front end and worker (docs/deploy.md, \"Queue shards\"); adds the check that every shard took jobs")
 	fs.BoolVar(&c.commandTools, "command-tools", false, "also run chaos_tree, a command tool whose program has a grandchild, and check that no two runs of a task overlap and none is left")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: chaos [flags] [-- extra mcpq worker flags]")
@@ -102,6 +105,11 @@ func parseFlags(args []string) (config, error) {
 	}
 	c.workerArgs = fs.Args()
 	c.frontendArgs = strings.Fields(*frontendArgs)
+	if c.queueShards > 1 {
+		shards := worker.DefaultQueue + "=" + strconv.Itoa(c.queueShards)
+		c.workerArgs = append(c.workerArgs, "--queue-shards", shards)
+		c.frontendArgs = append(c.frontendArgs, "--queue-shards", shards)
+	}
 	c.workers, c.frontends = 3, 2
 	if c.duration == 0 {
 		c.duration = 3 * time.Minute

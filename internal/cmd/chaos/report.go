@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/mcpq/mcpq/client"
+	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/toolpack/chaos"
 	"github.com/mcpq/mcpq/proto"
+	"github.com/mcpq/mcpq/worker"
 )
 
 // check is one report line with a target.
@@ -191,6 +193,9 @@ func (d *driver) report(ctx context.Context) *report {
 	r.facts = append(r.facts, listSome("          unexpected failure", unexpected)...)
 	r.checks = append(r.checks, check{"lost", fmt.Sprintf("%d%s", len(lost), examples(lost)), len(lost) == 0})
 	r.checks = append(r.checks, check{"wrong results", fmt.Sprintf("%d%s", len(wrongs), examples(wrongs)), len(wrongs) == 0})
+	if c.queueShards > 1 {
+		r.checks = append(r.checks, d.shardsCheck(ctx))
+	}
 
 	// Duplicate terminal transitions and overlapping attempts.
 	var dups, overlaps []string
@@ -405,4 +410,24 @@ func listSome(prefix string, items []string) []string {
 		out = append(out, prefix+": "+it)
 	}
 	return out
+}
+
+// shardsCheck: with --queue-shards N, the jobs went to N asynq queues of
+// the tools' queue (asynq:queues names every queue a job was put on), so
+// the run's checks covered a sharded queue, not a plain one.
+func (d *driver) shardsCheck(ctx context.Context) check {
+	all, err := d.admin.SMembers(ctx, "asynq:queues").Result()
+	if err != nil {
+		return check{"queue shards", "asynq:queues unreadable: " + err.Error(), false}
+	}
+	plain := d.prefix + worker.DefaultQueue
+	var shards []string
+	for _, q := range all {
+		if q == plain || strings.HasPrefix(q, plain+queue.ShardSep) {
+			shards = append(shards, q)
+		}
+	}
+	sort.Strings(shards)
+	return check{"queue shards", fmt.Sprintf("%d of %d took jobs: %s", len(shards), d.cfg.queueShards, strings.Join(shards, " ")),
+		len(shards) == d.cfg.queueShards}
 }
