@@ -103,10 +103,12 @@ func (s *suite) costRedis(ctx context.Context) error {
 		return err
 	}
 	m0 := s.redisMeter(ctx)
+	fe0, wk0 := procCPU(fe.pid()), procCPU(wk.pid())
 	if err := parallel(ctx, n, costConc, func(int) error { return call(ctx) }); err != nil {
 		return err
 	}
 	callCost := s.redisMeter(ctx).since(m0, n)
+	feCall, wkCall := perOp(procCPU(fe.pid())-fe0, n), perOp(procCPU(wk.pid())-wk0, n)
 	ids, err := s.taskIDs(ctx, anonymousOwner)
 	if err != nil {
 		return err
@@ -116,6 +118,7 @@ func (s *suite) costRedis(ctx context.Context) error {
 	}
 	gcl := newClient(fe.addr, true)
 	m1 := s.redisMeter(ctx)
+	fe1 := procCPU(fe.pid())
 	if err := parallel(ctx, n, costConc, func(i int) error {
 		t, err := gcl.GetTask(ctx, ids[i])
 		if err == nil && t.Status != proto.StatusCompleted {
@@ -126,6 +129,7 @@ func (s *suite) costRedis(ctx context.Context) error {
 		return err
 	}
 	getCost := s.redisMeter(ctx).since(m1, n)
+	feGet := perOp(procCPU(fe.pid())-fe1, n)
 	wk.stop()
 	fe.stop()
 
@@ -136,8 +140,17 @@ func (s *suite) costRedis(ctx context.Context) error {
 	s.costRow("Redis CPU per finished task (sync call + tasks/get)", callCost.us+getCost.us, "µs", "bare asynq durable life",
 		floor.us, &Target{"ratio<=", 2.5}, fmt.Sprintf("%d calls at c=%d: call %.0f µs (%s), tasks/get %.0f µs; floor: %s",
 			n, costConc, callCost.us, callCost.note(), getCost.us, floor.note()))
+	// What the other processes spend on the same finished tasks: with the
+	// Redis figure, what docs/deploy.md's sizing divides a core by.
+	s.costRow("front-end CPU per finished task (sync call + tasks/get)", feCall+feGet, "µs", "", 0, nil,
+		fmt.Sprintf("getrusage of the front-end child: call %.0f µs, tasks/get %.0f µs", feCall, feGet))
+	s.costRow("worker CPU per finished task (sync call)", wkCall, "µs", "", 0, nil,
+		"getrusage of the worker child over the same calls (concurrency 10)")
 	return nil
 }
+
+// perOp is d per operation, in µs.
+func perOp(d time.Duration, ops int) float64 { return float64(d.Microseconds()) / float64(ops) }
 
 // costConc is how many operations the cost group's loads keep in flight.
 const costConc = 8
