@@ -421,6 +421,7 @@ func (s *suite) costFrontend(ctx context.Context) error {
 	const c = 16
 	var cur, old []float64
 	var allocs []float64
+	var trouble []string // a window's errors, which would make its CPU per create meaningless
 	for r := range s.cfg.Rounds {
 		var m0, m1 childStats
 		_ = fe.getJSON("/stats", &m0)
@@ -432,6 +433,9 @@ func (s *suite) costFrontend(ctx context.Context) error {
 			allocs = append(allocs, float64(m1.Mallocs-m0.Mallocs)/float64(row.Stats.Total))
 		}
 		cur = append(cur, row.CPU.ServerUsPerOp)
+		if row.issue != "" {
+			trouble = append(trouble, fmt.Sprintf("round %d: %s", r+1, row.issue))
+		}
 		s.roundDone(r, &Row{Figure: "front-end CPU per create", Value: row.CPU.ServerUsPerOp, Unit: "µs"})
 		if base == nil {
 			continue
@@ -444,6 +448,9 @@ func (s *suite) costFrontend(ctx context.Context) error {
 			continue
 		}
 		old = append(old, brow.CPU.ServerUsPerOp)
+		if brow.issue != "" {
+			trouble = append(trouble, fmt.Sprintf("round %d, baseline: %s", r+1, brow.issue))
+		}
 		s.roundDone(r, &Row{Figure: "baseline front-end CPU per create", Value: brow.CPU.ServerUsPerOp, Unit: "µs"})
 	}
 	note := fmt.Sprintf("getrusage of the child over %d rounds of creates at c=%d (%s µs); %.0f allocations per create in the child (net/http included)",
@@ -461,6 +468,7 @@ func (s *suite) costFrontend(ctx context.Context) error {
 		}
 		row.Note = note + "; " + s.cfg.Baseline + "'s harness did not serve: " + why
 	}
+	row.Note = strings.Join(append([]string{row.Note}, trouble...), "; ")
 	s.rep.add(row)
 	fe.stop()
 	return s.costFrontendInProcess(ctx)
