@@ -55,15 +55,15 @@ func (s *suite) workerThroughput(ctx context.Context) error {
 }
 
 // drain flushes Redis, preloads jobs, starts a worker child of role with
-// concurrency c and waits until it handled n jobs.
-func (s *suite) drain(ctx context.Context, role string, c, n int, preload func() error) (*Row, error) {
+// concurrency c (and the extra flags) and waits until it handled n jobs.
+func (s *suite) drain(ctx context.Context, role string, c, n int, preload func() error, extra ...string) (*Row, error) {
 	if err := s.flush(ctx); err != nil {
 		return nil, err
 	}
 	if err := preload(); err != nil {
 		return nil, err
 	}
-	w, err := s.spawn(ctx, role, "-concurrency", strconv.Itoa(c))
+	w, err := s.spawn(ctx, role, append([]string{"-concurrency", strconv.Itoa(c)}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -139,6 +139,9 @@ func (r *Report) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tfigure\tvalue\tbaseline\tratio\ttarget\tmet?\tcpu% srv/redis/gen/all\tnote")
 	for _, row := range r.Rows {
+		if row.Group == GroupCost {
+			continue // in the cost table below
+		}
 		base, ratio, met, cpu := "", "", "", ""
 		if row.Baseline != "" {
 			base = fmt.Sprintf("%s (%s)", row.Baseline, trimFloat(row.BaselineValue))
@@ -154,6 +157,7 @@ func (r *Report) Print(w io.Writer) {
 			base, ratio, row.Target.String(), met, cpu, row.Note)
 	}
 	_ = tw.Flush()
+	r.printCost(w)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}
@@ -169,6 +173,9 @@ func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	for _, row := range r.Rows {
+		if row.Group == GroupCost {
+			continue // in the cost table below
+		}
 		base, ratio, met, cpu := "", "", "", ""
 		if row.Baseline != "" {
 			base = fmt.Sprintf("%s (%s)", row.Baseline, trimFloat(row.BaselineValue))
@@ -182,6 +189,68 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s %s | %s | %s | %s | %s | %s | %s |\n", row.Group, esc(row.Figure), trimFloat(row.Value),
 			row.Unit, esc(base), ratio, esc(row.Target.String()), met, cpu, esc(row.Note))
+	}
+	r.markdownCost(w)
+}
+
+// costRows are the cost group's rows (measure_cost.go).
+func (r *Report) costRows() []*Row {
+	var out []*Row
+	for _, row := range r.Rows {
+		if row.Group == GroupCost {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// costCells are a cost row's columns: value, floor, floor's value, ratio,
+// target and met.
+func costCells(row *Row, times string, no string) []string {
+	floor, fv, ratio, met := "", "", "", ""
+	if row.Baseline != "" {
+		floor, fv = row.Baseline, trimFloat(row.BaselineValue)+" "+row.Unit
+		if row.Ratio != 0 {
+			ratio = fmt.Sprintf("%.2f%s", row.Ratio, times)
+		}
+	}
+	if row.Met != nil {
+		met = map[bool]string{true: "yes", false: no}[*row.Met]
+	}
+	return []string{row.Figure, trimFloat(row.Value) + " " + row.Unit, floor, fv, ratio, row.Target.String(), met}
+}
+
+// printCost writes the cost table: what one operation costs each process,
+// each figure beside its floor from the same run.
+func (r *Report) printCost(w io.Writer) {
+	rows := r.costRows()
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ncost per operation (each floor from this run):")
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tvalue\tfloor\tfloor value\tratio\ttarget\tmet?\tnote")
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(append(costCells(row, "x", "NO"), row.Note), "\t"))
+	}
+	_ = tw.Flush()
+}
+
+// markdownCost writes the cost table as Markdown.
+func (r *Report) markdownCost(w io.Writer) {
+	rows := r.costRows()
+	if len(rows) == 0 {
+		return
+	}
+	esc := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	fmt.Fprintln(w, "\n| cost figure | value | floor | floor value | ratio | target | met? | note |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, row := range rows {
+		cells := append(costCells(row, "×", "**no**"), row.Note)
+		for i := range cells {
+			cells[i] = esc(cells[i])
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
 }
 

@@ -89,6 +89,8 @@ func Serve(role string, args []string) error {
 	billing := fs.Bool("billing", false, "front end: billing on (Config.Billing)")
 	oauthIssuer := fs.String("oauth-issuer", "", "front end: OAuth tokens of this issuer and the bench API key, instead of tenant headers (group 11)")
 	up := fs.String("upstream", "", "worker: also front the Streamable HTTP MCP server at this URL (its tools prefixed up.)")
+	durable := fs.Bool("durable", false, "asynq worker: the handler HSETs its result into the job's task record (the cost floor)")
+	scripts := fs.Int("scripts", 0, "asynq worker: EVALSHA this many claim-weight scripts per job (the worker's ceiling floor)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -161,7 +163,7 @@ func Serve(role string, args []string) error {
 			Queues: map[string]int{floorQueue: 1}, TaskCheckInterval: 20 * time.Millisecond,
 			LogLevel: asynq.WarnLevel, ShutdownTimeout: 2 * time.Second})
 		mux := asynq.NewServeMux()
-		mux.HandleFunc(queue.Type, func(context.Context, *asynq.Task) error { count.hit(); return nil })
+		mux.HandleFunc(queue.Type, floorHandler(rdb, count, *durable, *scripts))
 		if err := srv.Start(mux); err != nil {
 			return err
 		}
@@ -264,6 +266,8 @@ type childStats struct {
 	StackInuse uint64 `json:"stackInuse"`
 	Sys        uint64 `json:"sys"`
 	NumGC      uint32 `json:"numGC"`
+	// Mallocs counts heap objects allocated since the process started.
+	Mallocs    uint64 `json:"mallocs"`
 	Goroutines int    `json:"goroutines"`
 }
 
@@ -283,7 +287,7 @@ func debugMux(c *counter) *http.ServeMux {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		_ = json.NewEncoder(w).Encode(childStats{HeapAlloc: m.HeapAlloc, HeapInuse: m.HeapInuse, HeapSys: m.HeapSys,
-			StackInuse: m.StackInuse, Sys: m.Sys, NumGC: m.NumGC, Goroutines: runtime.NumGoroutine()})
+			StackInuse: m.StackInuse, Sys: m.Sys, NumGC: m.NumGC, Mallocs: m.Mallocs, Goroutines: runtime.NumGoroutine()})
 	})
 	mux.HandleFunc("/count", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(childCount{Handled: c.n.Load(), FirstNs: c.first.Load(), LastNs: c.last.Load()})
