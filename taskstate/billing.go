@@ -30,7 +30,7 @@ func (s *Store) Meter(ctx context.Context, ref Ref, attempt, units int64) (usage
 	if units <= 0 || units > proto.MaxAmount {
 		return 0, 0, fmt.Errorf("taskstate: usage must be 1 to %d units, got %d", int64(proto.MaxAmount), units)
 	}
-	res, err := meterScript.Run(ctx, s.rdb, []string{s.keys.Task(ref), s.keys.Holds(ref.Owner)},
+	res, err := s.run(ctx, meterScript, []string{s.keys.Task(ref), s.keys.Holds(ref.Owner)},
 		s.nowMs(), attempt, units, ref.ID).Int64Slice()
 	if err != nil {
 		return 0, 0, err

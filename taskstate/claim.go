@@ -67,7 +67,7 @@ func (s *Store) ClaimBeside(ctx context.Context, ref Ref, seq int64, share Share
 		local += strconv.FormatInt(a, 10) + ","
 	}
 	keys := append(s.liveKeys(ref), s.keys.running(ref.Owner, share.Queue))
-	res, err := claimScript.Run(ctx, s.rdb, keys, s.nowMs(), s.keys.Events(ref), ref.ID,
+	res, err := s.run(ctx, claimScript, keys, s.nowMs(), s.keys.Events(ref), ref.ID,
 		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue, s.worker, local).Slice()
 	if err != nil {
 		return nil, err

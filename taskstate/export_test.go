@@ -34,3 +34,19 @@ var (
 // AllStatuses is every status, StatusNew included, for exhaustive tests (a
 // fresh slice each call).
 func AllStatuses() []proto.TaskStatus { return slices.Clone(allStatuses) }
+
+// ScriptPath says how the store runs its scripts (functions.go):
+// "functions" (FCALL), "scripts" (EVALSHA), or "" before its first call
+// decided.
+func (s *Store) ScriptPath() string {
+	switch s.fns.mode.Load() {
+	case modeFunctions:
+		return "functions"
+	case modeScripts:
+		return "scripts"
+	}
+	return ""
+}
+
+// LibraryName is the name of the scripts' function library.
+func LibraryName() string { name, _ := library(); return name }

@@ -25,7 +25,7 @@ func (s *Store) HandBack(ctx context.Context, ref Ref, seq int64, unserved *prot
 		}
 		failure, message = string(b), unserved.Message
 	}
-	res, err := handBackScript.Run(ctx, s.rdb, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID, seq,
+	res, err := s.run(ctx, handBackScript, s.liveKeys(ref), s.nowMs(), s.keys.Events(ref), ref.ID, seq,
 		failure, message).Slice()
 	if err != nil {
 		return 0, err

@@ -31,9 +31,9 @@ func (e *JobError) Unwrap() error { return e.Err }
 
 // runWithJob runs create.lua, then the job, if any, in one pipeline, after
 // counting the subscribers of channel watch into *listening when watch is
-// set (CreateParams.Listening; not on a Redis Cluster). A NOSCRIPT (after
-// a SCRIPT FLUSH or a Redis restart) resends create.lua with its source;
-// the job resends its own.
+// set (CreateParams.Listening; not on a Redis Cluster). A missing script
+// or function (after a SCRIPT or FUNCTION FLUSH or a Redis restart) runs
+// create.lua again (functions.go); the job resends its own.
 func (s *Store) runWithJob(ctx context.Context, job Job, keys []string, watch string, listening *bool,
 	args ...any) (replayed string, recErr, jobErr error) {
 	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
@@ -52,7 +52,7 @@ func (s *Store) runWithJob(ctx context.Context, job Job, keys []string, watch st
 	if watch != "" { // before the record: a subscriber counted here hears all of the task's events
 		nc = pipe.PubSubNumSub(ctx, watch)
 	}
-	rc := createScript.EvalSha(ctx, pipe, keys, args...)
+	rc := s.send(ctx, pipe, createScript, keys, args...)
 	if job != nil {
 		job.Pipe(ctx, pipe)
 	}
@@ -62,7 +62,7 @@ func (s *Store) runWithJob(ctx context.Context, job Job, keys []string, watch st
 		*listening = nc.Val()[watch] > 0
 	}
 	var replicaErr error
-	if isNoScript(rc.Err()) {
+	if isMissing(rc.Err()) {
 		rc, replicaErr = s.runWaited(ctx, createScript, keys, args...)
 	} else {
 		replicaErr = s.waitResult(wc)
@@ -87,5 +87,3 @@ func (s *Store) jobResult(ctx context.Context, job Job) error {
 	}
 	return job.Result(ctx, s.rdb)
 }
-
-func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }

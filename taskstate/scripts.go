@@ -10,23 +10,40 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// loadScript builds a script from the generated transition table and
-// return codes, the shared prelude, the timeline helper and the named
-// transition file.
-func loadScript(name string) *redis.Script {
-	prelude, err := scriptFS.ReadFile("scripts/prelude.lua")
+// script is one transition script in its two forms: the EVAL source
+// (generated tables, prelude, timeline helper and body in one text) for a
+// Redis without functions, and the body alone, a function of the library
+// (functions.go) where Redis has them.
+type script struct {
+	name string        // the file's name, scripts/<name>.lua
+	body string        // the file's text
+	eval *redis.Script // shared + body, run with EVALSHA
+}
+
+// scripts are all the scripts loadScript built, the library's functions.
+var scripts []*script
+
+// readScript returns scripts/<name>.lua.
+func readScript(name string) string {
+	b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	timeline, err := scriptFS.ReadFile("scripts/timeline.lua")
-	if err != nil {
-		panic(err)
-	}
-	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	return redis.NewScript(luaTransitions() + luaCodes() + luaLimits + string(prelude) + string(timeline) + string(body))
+	return string(b)
+}
+
+// sharedLua is what every script starts with: the generated transition
+// table and return codes, the limits, the prelude and the timeline helper.
+func sharedLua() string {
+	return luaTransitions() + luaCodes() + luaLimits + readScript("prelude") + readScript("timeline")
+}
+
+// loadScript builds the named script and records it for the library.
+func loadScript(name string) *script {
+	body := readScript(name)
+	sc := &script{name: name, body: body, eval: redis.NewScript(sharedLua() + body)}
+	scripts = append(scripts, sc)
+	return sc
 }
 
 // EventResultMax is the largest result (JSON bytes) a completed task's

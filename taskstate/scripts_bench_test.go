@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -269,4 +270,106 @@ func BenchmarkAnswer(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRedisCPU measures the Redis CPU of each script, both ways
+// (functions.go): FCALL of the function library and EVALSHA of the whole
+// script (Options.NoFunctions), from INFO commandstats before and after
+// the timed calls (usec and calls of eval, evalsha and fcall), reported as
+// redis-µs/call and calls/op. Only on a real Redis:
+//
+//	MCPQ_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run xxx -bench RedisCPU -benchtime 2000x ./taskstate
+func BenchmarkRedisCPU(b *testing.B) {
+	if os.Getenv("MCPQ_TEST_REDIS_URL") == "" {
+		b.Skip("needs a real Redis: set MCPQ_TEST_REDIS_URL")
+	}
+	ctx := context.Background()
+	out := taskstate.Outcome{Status: proto.StatusCompleted, Result: benchResult, StatusMessage: "Completed"}
+	// Each op makes what its n calls consume and returns the call.
+	ops := []struct {
+		name string
+		prep func(b *testing.B, s *taskstate.Store, n int) func(i int) error
+	}{
+		{"create", func(b *testing.B, s *taskstate.Store, n int) func(int) error {
+			return func(int) error { _, err := s.Create(ctx, benchParams()); return err }
+		}},
+		{"claim", func(b *testing.B, s *taskstate.Store, n int) func(int) error {
+			refs, _ := benchTasks(b, s, n, stageCreated)
+			return func(i int) error { _, err := s.Claim(ctx, refs[i], 0, taskstate.Share{}); return err }
+		}},
+		{"heartbeat", func(b *testing.B, s *taskstate.Store, n int) func(int) error {
+			refs, attempts := benchTasks(b, s, 1, stageClaimed)
+			return func(int) error { return s.Heartbeat(ctx, refs[0], attempts[0]) }
+		}},
+		{"progress", func(b *testing.B, s *taskstate.Store, n int) func(int) error {
+			refs, attempts := benchTasks(b, s, 1, stageClaimed)
+			return func(int) error { return s.Progress(ctx, refs[0], attempts[0], "Rendered frame 7 of 40") }
+		}},
+		{"finish", func(b *testing.B, s *taskstate.Store, n int) func(int) error {
+			refs, attempts := benchTasks(b, s, n, stageClaimed)
+			return func(i int) error { return s.Finish(ctx, refs[i], attempts[i], out) }
+		}},
+		{"cancel", func(b *testing.B, s *taskstate.Store, n int) func(int) error {
+			refs, _ := benchTasks(b, s, n, stageClaimed)
+			return func(i int) error { return s.RequestCancel(ctx, refs[i]) }
+		}},
+		{"input", func(b *testing.B, s *taskstate.Store, n int) func(int) error {
+			refs, attempts := benchTasks(b, s, n, stageClaimed)
+			return func(i int) error { return s.RequestInput(ctx, refs[i], attempts[i], benchInput) }
+		}},
+		{"answer", func(b *testing.B, s *taskstate.Store, n int) func(int) error {
+			refs, _ := benchTasks(b, s, n, stageParked)
+			return func(i int) error { _, err := s.Answer(ctx, refs[i], benchAnswers); return err }
+		}},
+	}
+	for _, op := range ops {
+		for _, path := range []string{"evalsha", "fcall"} {
+			b.Run(op.name+"/"+path, func(b *testing.B) {
+				be := redistest.Real(b)
+				s := taskstate.New(be.Client, taskstate.Options{Prefix: be.Prefix, NoFunctions: path == "evalsha"})
+				call := op.prep(b, s, b.N)
+				calls0, usec0 := scriptStats(b, be)
+				b.ResetTimer()
+				for i := range b.N {
+					if err := call(i); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				calls, usec := scriptStats(b, be)
+				if calls == calls0 {
+					b.Fatal("no script calls counted")
+				}
+				b.ReportMetric(float64(usec-usec0)/float64(calls-calls0), "redis-µs/call")
+				b.ReportMetric(float64(calls-calls0)/float64(b.N), "calls/op")
+			})
+		}
+	}
+}
+
+// scriptStats sums calls and usec of eval, evalsha and fcall in INFO
+// commandstats.
+func scriptStats(b *testing.B, be *redistest.Backend) (calls, usec int64) {
+	b.Helper()
+	info, err := be.Client.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha" && name != "cmdstat_fcall") {
+			continue
+		}
+		for kv := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				calls += n
+			case "usec":
+				usec += n
+			}
+		}
+	}
+	return calls, usec
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// a task whose worker's lease is live (catalog.Catalog.Lease). Default "": claims
 	// name no worker (a front end's store).
 	Worker string
+	// NoFunctions makes the store run its scripts with EVALSHA even on a
+	// Redis with functions (functions.go). Default false: a Redis 7 or
+	// later gets the scripts as one function library, called with FCALL.
+	NoFunctions bool
 }
 
 // Defaults of Options.LostAfter and Options.CancelGrace.
@@ -85,6 +89,8 @@ type Store struct {
 	worker string
 	// owners remembers owners already in Keys.owners, to add each once.
 	owners sync.Map
+	// fns chooses between FCALL and EVALSHA (functions.go).
+	fns *functions
 }
 
 // New returns a Store over rdb.
@@ -111,7 +117,7 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	return &Store{rdb: rdb, keys: Keys{Prefix: opts.Prefix}, now: opts.Clock, grace: opts.ExpiryGrace,
 		lost: opts.LostAfter, cancelGrace: opts.CancelGrace, waitReplicas: opts.WaitReplicas, waitTimeout: opts.WaitTimeout,
 		settled: opts.Settled, series: opts.Series, worker: opts.Worker, catalog: catalog.New(rdb, opts.Prefix, opts.Clock),
-		accounts: billing.New(rdb, opts.Prefix, opts.Clock, OwnerTag)}
+		accounts: billing.New(rdb, opts.Prefix, opts.Clock, OwnerTag), fns: &functions{off: opts.NoFunctions}}
 }
 
 // Accounts returns the principals' billing accounts and ledgers on the
@@ -132,7 +138,7 @@ func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
 // runCode runs a script on the task's record that returns a single code
 // and maps it to an error.
-func (s *Store) runCode(ctx context.Context, sc *redis.Script, ref Ref, args ...any) error {
+func (s *Store) runCode(ctx context.Context, sc *script, ref Ref, args ...any) error {
 	return s.runKeys(ctx, sc, []string{s.keys.Task(ref)}, args...)
 }
 
@@ -144,8 +150,8 @@ func (s *Store) liveKeys(ref Ref) []string {
 }
 
 // runKeys is runCode for scripts with more keys (all in the owner's slot).
-func (s *Store) runKeys(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {
-	code, err := s.scriptCode(sc.Run(ctx, s.rdb, keys, args...))
+func (s *Store) runKeys(ctx context.Context, sc *script, keys []string, args ...any) error {
+	code, err := s.scriptCode(s.run(ctx, sc, keys, args...))
 	if err != nil {
 		return err
 	}

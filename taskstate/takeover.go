@@ -91,7 +91,7 @@ func (sc *takeoverScan) one(ctx context.Context, ref Ref) (left bool, err error)
 	s := sc.s
 	worker, lease := "", int64(0)
 	for range 2 { // a second run when the task names a worker: with its lease
-		res, err := takeoverScript.Run(ctx, s.rdb, s.liveKeys(ref), sc.nowMs, s.lost.Milliseconds(),
+		res, err := s.run(ctx, takeoverScript, s.liveKeys(ref), sc.nowMs, s.lost.Milliseconds(),
 			s.cancelGrace.Milliseconds(), sc.maxLost, s.keys.Events(ref), ref.ID, s.keys.Stops(), sc.lost,
 			worker, lease).Slice()
 		if err != nil {

@@ -82,14 +82,15 @@ func (s *Store) waitResult(wc *redis.IntCmd) error {
 	return nil
 }
 
-// runWaited runs sc as sc.Run does (EVALSHA, then EVAL after a NOSCRIPT)
+// runWaited runs sc as run does (FCALL or EVALSHA, again after a missing
+// function or script)
 // and, when the store waits for replicas, WAIT right after it on the same
 // connection. The script's reply is in the returned Cmd; replicaErr
 // reports a WAIT that fell short or failed (read it only when the script
 // succeeded: a refused script wrote nothing).
-func (s *Store) runWaited(ctx context.Context, sc *redis.Script, keys []string, args ...any) (reply *redis.Cmd, replicaErr error) {
+func (s *Store) runWaited(ctx context.Context, sc *script, keys []string, args ...any) (reply *redis.Cmd, replicaErr error) {
 	if s.waitReplicas <= 0 {
-		return sc.Run(ctx, s.rdb, keys, args...), nil
+		return s.run(ctx, sc, keys, args...), nil
 	}
 	node, err := s.durableNode(ctx, keys[0])
 	if err != nil {
@@ -98,12 +99,12 @@ func (s *Store) runWaited(ctx context.Context, sc *redis.Script, keys []string, 
 		return reply, nil
 	}
 	pipe := node.Pipeline()
-	reply = sc.EvalSha(ctx, pipe, keys, args...)
+	reply = s.send(ctx, pipe, sc, keys, args...)
 	wc := s.addWait(ctx, pipe)
 	_, _ = pipe.Exec(ctx)
-	if isNoScript(reply.Err()) {
+	if isMissing(reply.Err()) {
 		pipe = node.Pipeline()
-		reply = sc.Eval(ctx, pipe, keys, args...)
+		reply = s.resend(ctx, pipe, sc, keys, args...)
 		wc = s.addWait(ctx, pipe)
 		_, _ = pipe.Exec(ctx)
 	}
@@ -114,7 +115,7 @@ func (s *Store) runWaited(ctx context.Context, sc *redis.Script, keys []string, 
 // the script's refusal code first, then a replica shortfall. CANCELLED is
 // no refusal but a write (cancel.lua ends a task no worker holds), so a
 // shortfall wins over it.
-func (s *Store) runKeysWaited(ctx context.Context, sc *redis.Script, keys []string, args ...any) error {
+func (s *Store) runKeysWaited(ctx context.Context, sc *script, keys []string, args ...any) error {
 	reply, replicaErr := s.runWaited(ctx, sc, keys, args...)
 	code, err := s.scriptCode(reply)
 	if err != nil {
