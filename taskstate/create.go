@@ -58,8 +58,7 @@ type CreateParams struct {
 	// ErrExists) the job may still be queued; a worker's claim finds no
 	// record and drops it.
 	Job Job
-	// Owner is OwnerTag(Principal) when the caller has it at hand (a
-	// hash and an allocation saved); empty: Create computes it.
+	// Owner is OwnerTag(Principal), if the caller has it; empty: computed.
 	Owner string
 	// Listening, when not nil, is set to whether the task's events channel
 	// (Keys.Events) had a subscriber in Redis when the record was written: a

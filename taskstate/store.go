@@ -55,9 +55,8 @@ type Options struct {
 	// a task whose worker's lease is live (catalog.Catalog.Lease). Default "": claims
 	// name no worker (a front end's store).
 	Worker string
-	// NoFunctions makes the store run its scripts with EVALSHA even on a
-	// Redis with functions (functions.go). Default false: a Redis 7 or
-	// later gets the scripts as one function library, called with FCALL.
+	// NoFunctions: EVALSHA even where Redis has functions (functions.go).
+	// Default false: a Redis 7 or later runs them as a function library.
 	NoFunctions bool
 }
 
