@@ -32,7 +32,7 @@
 -- running set, scored the same (heartbeat.lua moves it on), so a killed
 -- worker's slot ages out even before a takeover scan frees it.
 local f = redis.call('HMGET', KEYS[1], 'status', 'cancel', 'createdAt', 'ttlMs', 'resumes', 'slot', 'statusMessage',
-  'attempt', 'version', 'running', 'worker')
+  'attempt', 'version', 'running', 'worker', 'tl', 'startedAt')
 local status = f[1]
 if not status then return {NOT_FOUND} end
 if expired(f[3], f[4], ARGV[1]) then return {EXPIRED} end
@@ -74,16 +74,24 @@ if share > 0 then
   redis.call('ZADD', KEYS[7], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
   redis.call('HSET', KEYS[1], 'slot', KEYS[7])
 end
--- The new attempt and version are written with the state (one HSET, no
--- read-back), and the change announced from what this script knows.
+-- The new attempt and version, the worker and the timeline's entry are
+-- written with the state (one HSET, no read-back), and the change
+-- announced from what this script knows.
 local attempt = tonumber(f[8] or '0') + 1
 local version = tonumber(f[9] or '0') + 1
 local message = 'Running'
 if attempt > 1 then message = 'Running (attempt ' .. attempt .. ')' end
-redis.call('HSET', KEYS[1], 'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1],
-  'running', attempt, 'attempt', attempt, 'version', version)
-if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'worker', ARGV[8]) else redis.call('HDEL', KEYS[1], 'worker') end
-timeline('s', ARGV[1], attempt .. '@' .. (ARGV[8] or ''))
+local fields = {'heartbeat', ARGV[1], 'statusMessage', message, 'lastUpdatedAt', ARGV[1],
+  'running', attempt, 'attempt', attempt, 'version', version}
+if ARGV[8] ~= '' then
+  fields[#fields + 1] = 'worker'; fields[#fields + 1] = ARGV[8]
+elseif f[11] then
+  redis.call('HDEL', KEYS[1], 'worker')
+end
+local tl = f[3] and timeline_next(f[3], f[12], 's', ARGV[1], attempt .. '@' .. ARGV[8])
+if tl then fields[#fields + 1] = 'tl'; fields[#fields + 1] = tl end
+if not f[13] then fields[#fields + 1] = 'startedAt'; fields[#fields + 1] = ARGV[1] end
+redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('ZADD', KEYS[3], tonumber(ARGV[1]) + tonumber(ARGV[5]), ARGV[3])
 announce(ARGV[2], version, 'working', message, ARGV[1], nil)
 local out = {OK, attempt}

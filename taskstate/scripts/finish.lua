@@ -16,7 +16,7 @@
 -- Returns OK, CANCELLED (each as {code, receipt, tool} when a reservation
 -- settled: prelude settled()), or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
 -- target is not a terminal status, or the table refuses): nothing is written then.
-local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel', 'version')
+local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel', 'version', 'tl', 'slot')
 if not f[1] then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
@@ -30,9 +30,11 @@ if f[5] == '1' and ARGV[3] ~= 'cancelled' then
   end_task(ARGV[8], ARGV[7])
   return settled(CANCELLED, receipt, tool)
 end
--- The outcome and the new version in one HSET, announced from what this
--- script knows (end_task's steps, without its read-back).
+-- The outcome, the new version, the receipt and the timeline's end in
+-- one HSET, announced from what this script knows (end_task's steps,
+-- without its read-back).
 local version = tonumber(f[6] or '0') + 1
+local receipt, tool = settle(KEYS[4], KEYS[5], KEYS[6], ARGV[8], ARGV[3], ARGV[1])
 local fields = {'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], 'version', version}
 if ARGV[4] ~= '' and #ARGV[5] > COMPACT_VALUE and is_compact() then
   -- A long payload into a compact record would make it a hashtable that
@@ -45,10 +47,15 @@ elseif ARGV[4] ~= '' then
   fields[#fields + 1] = ARGV[4]
   fields[#fields + 1] = ARGV[5]
 end
+if receipt then
+  fields[#fields + 1] = 'receipt'; fields[#fields + 1] = receipt
+  fields[#fields + 1] = 'cost'; fields[#fields + 1] = cost_of(receipt)
+end
+if f[2] then
+  fields[#fields + 1] = 'tl'; fields[#fields + 1] = timeline_next(f[2], f[7], 'e', ARGV[1], ARGV[3])
+end
 redis.call('HSET', KEYS[1], unpack(fields))
-local receipt, tool = settle_task(ARGV[8], ARGV[3], ARGV[1])
-timeline('e', ARGV[1], ARGV[3])
-ended(ARGV[8])
+ended(ARGV[8], f[8])
 -- A short result of an unbilled task rides on the event (EVENT_RESULT_MAX):
 -- it is all a waiting call answers with (a receipt joins it on read).
 local result = nil

@@ -21,8 +21,10 @@ end
 -- record's 'slot' field names that set (Keys.running, built by claim.go
 -- and passed to claim.lua as a key; in the owner's hash tag, so the same
 -- Cluster slot as KEYS[1]).
-local function free_slot(id)
-  local slot = redis.call('HGET', KEYS[1], 'slot')
+-- slot is the record's 'slot' when the caller read it already (false:
+-- none), nil to read it here.
+local function free_slot(id, slot)
+  if slot == nil then slot = redis.call('HGET', KEYS[1], 'slot') end
   if slot then
     redis.call('ZREM', slot, id)
     redis.call('HDEL', KEYS[1], 'slot')
@@ -41,8 +43,8 @@ end
 -- slot as KEYS[2]) holds each live task's argument bytes and their 'total';
 -- create.lua adds to it. When the live set is empty the hash goes, so a
 -- record Redis expired before the reaper saw it cannot leave bytes behind.
-local function ended(id)
-  free_slot(id)
+local function ended(id, slot)
+  free_slot(id, slot)
   local ab = KEYS[2] .. ':args'
   local n = redis.call('HGET', ab, id)
   if n then

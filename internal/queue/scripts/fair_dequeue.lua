@@ -81,16 +81,31 @@ local function blocked()
 end
 
 local id = redis.call('RPOPLPUSH', KEYS[1], KEYS[3])
+local queued = id ~= false -- through asynq's pending list, maybe without mcpq_o
 if not id then
-  if redis.call('ZCARD', waiters) == 0 then return nil end
-  local stuck, state = blocked()
-  if stuck then return nil end
-  local n = running()
+  local nw = redis.call('ZCARD', waiters)
+  if nw == 0 then return nil end
+  -- Without a cap, no choice fails (choose), so "blocked" never applies;
+  -- and when one principal waits, its oldest job is the fair choice
+  -- whatever runs: no walk of the active list.
+  local capped = tonumber(ARGV[4]) > 0
+  local state, n
+  if capped then
+    local stuck
+    stuck, state = blocked()
+    if stuck then return nil end
+  end
   -- A job deleted while it waited (Client.Drop removes it, so rarely) is skipped.
   for _ = 1, 100 do
-    local o = choose(n)
+    local o
+    if not capped and nw == 1 then
+      o = redis.call('ZRANGE', waiters, 0, 0)[1]
+    else
+      n = n or running()
+      o = choose(n)
+    end
     if not o then
-      redis.call('HSET', meta, 'blocked', state)
+      if state then redis.call('HSET', meta, 'blocked', state) end
       return nil
     end
     local cand = pop(o)
@@ -98,6 +113,8 @@ if not id then
       id = cand
       break
     end
+    nw = redis.call('ZCARD', waiters)
+    if nw == 0 then return nil end
   end
   if not id then return nil end
   redis.call('LPUSH', KEYS[3], id)
@@ -107,7 +124,7 @@ redis.call('HSET', key, 'state', 'active')
 redis.call('HDEL', key, 'pending_since')
 redis.call('ZADD', KEYS[4], ARGV[1], id)
 local msg = redis.call('HGET', key, 'msg')
-if msg and not redis.call('HGET', key, 'mcpq_o') then
+if msg and queued and not redis.call('HGET', key, 'mcpq_o') then
   -- A job that came through the pending list counts for its principal too.
   local owner = string.match(msg, '{"o":"([^"\\]+)","id":"')
   if owner then redis.call('HSET', key, 'mcpq_o', owner) end

@@ -9,19 +9,16 @@
 -- queue, where dequeue takes the next job (RPOPLPUSH from the right)
 -- Returns 1 (enqueued) or 0 (a job with this id exists).
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'msg', ARGV[1], 'state', 'pending', 'pending_since', ARGV[3])
-if ARGV[4] == 'front' then
-  redis.call('RPUSH', KEYS[2], ARGV[2])
-  return 1
-end
 -- The payload (internal/queue/job.go) starts {"o":"<owner tag>","id":"
-local owner = string.match(ARGV[1], '{"o":"([^"\\]+)","id":"')
+local owner = nil
+if ARGV[4] ~= 'front' then owner = string.match(ARGV[1], '{"o":"([^"\\]+)","id":"') end
 if not owner then
-  redis.call('LPUSH', KEYS[2], ARGV[2])
+  redis.call('HSET', KEYS[1], 'msg', ARGV[1], 'state', 'pending', 'pending_since', ARGV[3])
+  if ARGV[4] == 'front' then redis.call('RPUSH', KEYS[2], ARGV[2]) else redis.call('LPUSH', KEYS[2], ARGV[2]) end
   return 1
 end
 local base = string.sub(KEYS[2], 1, -8) -- "asynq:{<queue>}:"
-redis.call('HSET', KEYS[1], 'mcpq_o', owner)
+redis.call('HSET', KEYS[1], 'msg', ARGV[1], 'state', 'pending', 'pending_since', ARGV[3], 'mcpq_o', owner)
 if redis.call('LPUSH', base .. 'mcpq:w:' .. owner, ARGV[2]) == 1 then
   redis.call('ZADD', base .. 'mcpq:waiters', ARGV[3], owner)
 end
