@@ -82,8 +82,12 @@ end
 
 local id = redis.call('RPOPLPUSH', KEYS[1], KEYS[3])
 local queued = id ~= false -- through asynq's pending list, maybe without mcpq_o
+local msg = nil
 if not id then
-  local nw = redis.call('ZCARD', waiters)
+  -- The first two waiters say whether none, one or more wait (nw is 2
+  -- for "two or more"), in one call.
+  local first = redis.call('ZRANGE', waiters, 0, 1)
+  local nw = #first
   if nw == 0 then return nil end
   -- Without a cap, no choice fails (choose), so "blocked" never applies;
   -- and when one principal waits, its oldest job is the fair choice
@@ -95,11 +99,12 @@ if not id then
     stuck, state = blocked()
     if stuck then return nil end
   end
-  -- A job deleted while it waited (Client.Drop removes it, so rarely) is skipped.
+  -- A job deleted while it waited (Client.Drop removes it, so rarely) is
+  -- skipped: its hash, and so its message, is gone.
   for _ = 1, 100 do
     local o
     if not capped and nw == 1 then
-      o = redis.call('ZRANGE', waiters, 0, 0)[1]
+      o = first[1]
     else
       n = n or running()
       o = choose(n)
@@ -109,11 +114,13 @@ if not id then
       return nil
     end
     local cand = pop(o)
-    if cand and redis.call('EXISTS', ARGV[2] .. cand) == 1 then
+    msg = cand and redis.call('HGET', ARGV[2] .. cand, 'msg')
+    if msg then
       id = cand
       break
     end
-    nw = redis.call('ZCARD', waiters)
+    first = redis.call('ZRANGE', waiters, 0, 1)
+    nw = #first
     if nw == 0 then return nil end
   end
   if not id then return nil end
@@ -123,10 +130,13 @@ local key = ARGV[2] .. id
 redis.call('HSET', key, 'state', 'active')
 redis.call('HDEL', key, 'pending_since')
 redis.call('ZADD', KEYS[4], ARGV[1], id)
-local msg = redis.call('HGET', key, 'msg')
-if msg and queued and not redis.call('HGET', key, 'mcpq_o') then
-  -- A job that came through the pending list counts for its principal too.
-  local owner = string.match(msg, '{"o":"([^"\\]+)","id":"')
-  if owner then redis.call('HSET', key, 'mcpq_o', owner) end
+if queued then
+  local m = redis.call('HMGET', key, 'msg', 'mcpq_o')
+  msg = m[1]
+  if msg and not m[2] then
+    -- A job that came through the pending list counts for its principal too.
+    local owner = string.match(msg, '{"o":"([^"\\]+)","id":"')
+    if owner then redis.call('HSET', key, 'mcpq_o', owner) end
+  end
 end
 return msg
