@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -190,6 +191,48 @@ func TestFairCapWaitsInLine(t *testing.T) {
 		waitFor(t, "the next long task after one ended", func() bool { return log.count("long") == 3 })
 		if n := log.count("long"); n != 3 {
 			t.Errorf("%d long tasks started once one of 2 ended under a cap of 2, want 3", n)
+		}
+	})
+}
+
+// TestFairSkipsAJobWhoseHashWent: a job deleted while it waited in its
+// principal's line (its asynq hash gone, as asynq's inspector deletes a
+// pending job, without the line) is passed over: the dequeue takes the
+// next job in line, and the line ends empty.
+func TestFairSkipsAJobWhoseHashWent(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		h := newHarness(t, b)
+		ran := make(chan string, 4)
+		quick := h.tool("quick", func(_ context.Context, c *worker.Call) (*proto.CallToolResult, error) {
+			ran <- c.TaskID
+			return worker.TextResult("quick done"), nil
+		})
+		gone := h.submitAs(t, "one", "quick", h.queue)
+		next := h.submitAs(t, "one", "quick", h.queue)
+		aq := h.jobs.Keys().Queue(h.queue)
+		if err := b.Client.Del(context.Background(), "asynq:{"+aq+"}:t:"+gone.ref.ID).Err(); err != nil {
+			t.Fatal(err)
+		}
+		cfg := h.config()
+		cfg.Queues = map[string]int{h.queue: 1}
+		h.start(t, cfg, quick)
+		if rec := h.terminal(t, next); rec.Status != proto.StatusCompleted {
+			t.Fatalf("the next job's task ended %s", rec.Status)
+		}
+		if id := <-ran; id != next.ref.ID {
+			t.Fatalf("ran %s first, want the next job's task %s", id, next.ref.ID)
+		}
+		ctx := context.Background()
+		if n := b.Client.LLen(ctx, "asynq:{"+aq+"}:mcpq:w:"+gone.ref.Owner).Val(); n != 0 {
+			t.Fatalf("%d jobs left in the principal's line", n)
+		}
+		// The deleted job was not taken: no hash made again, not active.
+		if n := b.Client.Exists(ctx, "asynq:{"+aq+"}:t:"+gone.ref.ID).Val(); n != 0 {
+			t.Fatal("the deleted job's hash is back")
+		}
+		if active := b.Client.LRange(ctx, "asynq:{"+aq+"}:active", 0, -1).Val(); slices.Contains(active, gone.ref.ID) {
+			t.Fatalf("the deleted job is in the active list %v", active)
 		}
 	})
 }
