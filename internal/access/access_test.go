@@ -286,6 +286,15 @@ func TestAllow(t *testing.T) {
 		expect("slow refused", "carol", 0.3, 1, false, 3334*time.Millisecond)
 		advance(3334 * time.Millisecond)
 		expect("slow refilled", "carol", 0.3, 1, true, 0)
+		// A bucket a millisecond into its refill holds 1e-06 tokens at
+		// 1 per 1000 s, which the script keeps without an exponent: Lua
+		// reads "1e-06" back as nothing on miniredis, and the bucket was
+		// full again.
+		expect("very slow first", "dave", 0.001, 1, true, 0)
+		advance(time.Millisecond)
+		expect("very slow refused", "dave", 0.001, 1, false, 999999*time.Millisecond)
+		advance(time.Millisecond)
+		expect("very slow refused again", "dave", 0.001, 1, false, 999998*time.Millisecond)
 	})
 }
 

@@ -25,6 +25,8 @@ if tokens >= 1 then
 else
   wait = math.ceil((1 - tokens) * 1000 / rate)
 end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
+-- Fixed point, never an exponent: Lua writes a small count as "1e-06",
+-- which miniredis's Lua (tests, mcpq dev) reads back as nil, a full bucket.
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.12f', tokens), 'ts', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return {allowed, wait}
