@@ -102,8 +102,7 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	keys := []string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.tasks(ref.Owner),
-		s.keys.ArgBytes(ref.Owner)}
+	keys := []string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.tasks(ref.Owner)}
 	reserve, idemTTL := "", ""
 	if p.Reserve != nil {
 		if *p.Reserve < 0 || *p.Reserve > proto.MaxAmount {

@@ -63,17 +63,18 @@ func (k Keys) owners() string { return k.billing().Owners() }
 // createdAt (unix ms). "My tasks" pages through it. Type: sorted set.
 func (k Keys) tasks(owner string) string { return k.Prefix + "{" + owner + "}:tasks" }
 
-// live holds one owner's tasks that have not ended (member task id, score
-// createdAt), for the per-principal cap on live tasks. Type: sorted set.
-func (k Keys) live(owner string) string { return k.Prefix + "{" + owner + "}:live" }
+// live indexes one owner's tasks that have not ended, with the argument
+// bytes each holds: field task id → bytes, and 'total', their sum (so
+// HLEN - 1 is how many live tasks there are). The per-principal caps on
+// live tasks and on their argument bytes read it, and the recovery of
+// stranded tasks walks it. Type: hash. (Before issue 31 the live tasks
+// were a sorted set, "{p…}:live", beside this hash; docs/deploy.md says
+// what an upgrade leaves of it.)
+func (k Keys) live(owner string) string { return k.Prefix + "{" + owner + "}:live:args" }
 
-// ArgBytes is the hash of the argument bytes one owner's live tasks hold:
-// field task id → bytes, and 'total'. Type: hash.
-func (k Keys) ArgBytes(owner string) string {
-	// The scripts' ended() helper derives it from live (the same name plus
-	// ":args"), so the two must stay in step.
-	return k.live(owner) + ":args"
-}
+// ArgBytes is the live index (live): one owner's live tasks and the
+// argument bytes each holds, with their 'total'. Type: hash.
+func (k Keys) ArgBytes(owner string) string { return k.live(owner) }
 
 // held indexes one owner's tasks that a delivery holds (claimed, not yet
 // ended or parked): member task id, score when to look at it next (unix

@@ -142,7 +142,7 @@ func (s *Store) runCode(ctx context.Context, sc *script, ref Ref, args ...any) e
 }
 
 // liveKeys are the keys of a script that may end the task: the record, the
-// owner's live set and held index, and the owner's account, holds and
+// owner's live index and held index, and the owner's account, holds and
 // ledger (the prelude's settle_task).
 func (s *Store) liveKeys(ref Ref) []string {
 	return append([]string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.held(ref.Owner)}, s.billingKeys(ref.Owner)...)

@@ -2,7 +2,6 @@ package taskstate
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,23 +26,21 @@ type Stranded struct {
 // StrandedTasks lists live tasks that are working, held by no delivery and
 // last changed more than olderThan ago.
 func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]Stranded, error) {
-	// It pages through every owner's live tasks created before the cutoff
-	// (held ones included, which can be many for long-running tools),
-	// reading each page's records in one pipeline.
+	// It pages through every owner's live index (held tasks included,
+	// which can be many for long-running tools), reading each page's
+	// records in one pipeline.
 	now := s.now()
 	cutoff := now.Add(-olderThan)
 	var out []Stranded
 	iter := s.rdb.SScan(ctx, s.keys.owners(), 0, "", 100).Iterator()
 	for iter.Next(ctx) {
 		owner := iter.Val()
-		for offset := int64(0); ; offset += reapBatch {
-			ids, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.live(owner), Start: "-inf",
-				Stop: strconv.FormatInt(cutoff.UnixMilli(), 10), ByScore: true, Offset: offset, Count: reapBatch}).Result()
-			if err != nil {
-				return nil, err
-			}
+		// HSCAN answers field and value in turn (NOVALUES needs Redis 7.4).
+		live := s.rdb.HScan(ctx, s.keys.live(owner), 0, "", reapBatch).Iterator()
+		var ids []string
+		page := func() error {
 			if len(ids) == 0 {
-				break
+				return nil
 			}
 			pipe := s.rdb.Pipeline()
 			recs := make([]*redis.MapStringStringCmd, len(ids))
@@ -51,7 +48,7 @@ func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]S
 				recs[i] = pipe.HGetAll(ctx, s.keys.Task(Ref{Owner: owner, ID: id}))
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
-				return nil, err
+				return err
 			}
 			for i, id := range ids {
 				r, ok := decodeRecord(Ref{Owner: owner, ID: id}, recs[i].Val())
@@ -60,10 +57,28 @@ func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]S
 				}
 				out = append(out, Stranded{Ref: r.Ref, Tool: r.Tool, Seq: r.Resumes, Deadline: r.Deadline()})
 			}
-			if len(ids) < reapBatch {
-				break
+			ids = ids[:0]
+			return nil
+		}
+		for field := true; live.Next(ctx); field = !field {
+			if id := live.Val(); field && id != liveTotal {
+				ids = append(ids, id)
 			}
+			if len(ids) == reapBatch {
+				if err := page(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := live.Err(); err != nil {
+			return nil, err
+		}
+		if err := page(); err != nil {
+			return nil, err
 		}
 	}
 	return out, iter.Err()
 }
+
+// liveTotal is the live index's field of the argument bytes' sum (Keys.live).
+const liveTotal = "total"

@@ -1,5 +1,5 @@
 -- claim.lua: a worker starts (or restarts) the task's job.
--- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[1] task hash   KEYS[2] the owner's live index   KEYS[3] the owner's held index
 -- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- KEYS[7] the owner's running set on the job's queue (Keys.running)
 -- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id

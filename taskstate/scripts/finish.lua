@@ -1,6 +1,6 @@
 -- finish.lua: a worker ends the task: completed (with result), failed (with
 -- a JSON-RPC error) or cancelled.
--- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[1] task hash   KEYS[2] the owner's live index   KEYS[3] the owner's held index
 -- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] attempt   ARGV[3] target status
 -- ARGV[4] payload field ('result', 'error' or '')   ARGV[5] payload (JSON)

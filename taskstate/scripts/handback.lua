@@ -1,7 +1,7 @@
 -- handback.lua: a worker that does not serve the task's tool gives the
 -- task's job back (worker/handback.go), or, when no live worker serves
 -- the tool, ends the task failed.
--- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[1] task hash   KEYS[2] the owner's live index   KEYS[3] the owner's held index
 -- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] events channel   ARGV[3] task id
 -- ARGV[4] the job's sequence number (Record.Resumes)

@@ -31,28 +31,26 @@ local function free_slot(id, slot)
   end
 end
 
--- ended: a task left the live set and the held index (KEYS[2] and KEYS[3] of
--- every script that can end one) and drops what only a run needs: its
+-- ended: a task left the live index and the held index (KEYS[2] and KEYS[3]
+-- of every script that can end one) and drops what only a run needs: its
 -- arguments (or the object key holding them: the worker deletes that
 -- object; worker/blobs.go), the creating client's capabilities, the handler's checkpoint
 -- and which delivery held it when (KEYS[1], the record), which a finished
 -- task would otherwise keep for the rest of its TTL; and its place in the
 -- running set of its queue (free_slot).
--- It also returns the task's argument bytes to the owner's budget: the hash
--- KEYS[2]..':args' (Keys.ArgBytes, in the owner's hash tag, so the same
--- slot as KEYS[2]) holds each live task's argument bytes and their 'total';
--- create.lua adds to it. When the live set is empty the hash goes, so a
--- record Redis expired before the reaper saw it cannot leave bytes behind.
+-- The live index (Keys.live, a hash in the owner's hash tag) holds each
+-- live task's argument bytes and their 'total' (create.lua adds to it), so
+-- leaving it returns the task's bytes to the owner's budget. When no live
+-- task is left the hash goes, 'total' with it, so a record Redis expired
+-- before the reaper saw it cannot leave bytes behind.
 local function ended(id, slot)
   free_slot(id, slot)
-  local ab = KEYS[2] .. ':args'
-  local n = redis.call('HGET', ab, id)
+  local n = redis.call('HGET', KEYS[2], id)
   if n then
-    redis.call('HDEL', ab, id)
-    redis.call('HINCRBY', ab, 'total', -tonumber(n))
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('HINCRBY', KEYS[2], 'total', -tonumber(n))
+    if redis.call('HLEN', KEYS[2]) <= 1 then redis.call('DEL', KEYS[2]) end
   end
-  redis.call('ZREM', KEYS[2], id)
-  if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('DEL', ab) end
   redis.call('ZREM', KEYS[3], id)
   redis.call('HDEL', KEYS[1], 'arguments', 'argsRef', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt', 'waiter')
 end
@@ -176,7 +174,7 @@ local function state_changed(channel)
 end
 
 -- end_task: the close of every script that ends a task whose record stays
--- (finish, cancel, claim's cancel branch, takeover): it leaves the live set
+-- (finish, cancel, claim's cancel branch, takeover): it leaves the live index
 -- and held index (ended), announces its final state on channel
 -- (state_changed) and is rebuilt compact (compact).
 local function end_task(id, channel)

@@ -3,7 +3,7 @@
 -- companion KEYS[1]..':x', Keys.TaskExtra, prelude compact()) and drop it from
 -- the owner's indexes. A task whose TTL was extended meanwhile is re-indexed
 -- at its new deadline instead.
--- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[1] task hash   KEYS[2] the owner's live index   KEYS[3] the owner's held index
 -- KEYS[4] the owner's deadline index   KEYS[5] the owner's task index
 -- KEYS[6] the owner's account   KEYS[7] the owner's holds   KEYS[8] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] task id   ARGV[3] events channel   ARGV[4] stops channel

@@ -8,7 +8,7 @@
 -- max-lost lost deliveries the task ends "failed" instead of running again.
 -- A task taken back also leaves the running set of its queue (free_slot), so
 -- its principal's share counts only live deliveries.
--- KEYS[1] task hash   KEYS[2] the owner's live set   KEYS[3] the owner's held index
+-- KEYS[1] task hash   KEYS[2] the owner's live index   KEYS[3] the owner's held index
 -- KEYS[4] the owner's account   KEYS[5] the owner's holds   KEYS[6] the owner's ledger
 -- ARGV[1] now (unix ms)   ARGV[2] lost-after (ms)   ARGV[3] cancel grace (ms)
 -- ARGV[4] max lost deliveries   ARGV[5] events channel   ARGV[6] task id
