@@ -281,12 +281,17 @@ func TestEndedRecordManyInputs(t *testing.T) {
 // answer) has the result written straight to the companion and its record
 // kept compact, and reads back the same; with a reservation, the receipt
 // written at the same end is long too, and the rebuild that follows keeps
-// the result the finish put in the companion.
+// the result the finish put in the companion; so does a long final
+// statusMessage.
 func TestCompactRecordLongResult(t *testing.T) {
 	t.Parallel()
 	result := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("r", 300) + `"}]}`)
-	for _, priced := range []bool{false, true} {
-		t.Run(fmt.Sprintf("priced=%v", priced), func(t *testing.T) {
+	for _, c := range []struct {
+		priced  bool
+		message string // the final statusMessage; a long one cannot stay in the record
+	}{{false, "Done"}, {true, "Done"}, {false, "Done: " + strings.Repeat("m", 80)}} {
+		priced := c.priced
+		t.Run(fmt.Sprintf("priced=%v/message=%d", priced, len(c.message)), func(t *testing.T) {
 			t.Parallel()
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 				e := newEnv(t, b)
@@ -302,13 +307,13 @@ func TestCompactRecordLongResult(t *testing.T) {
 				ref := e.create(t, p)
 				attempt := e.claim(t, ref)
 				if err := e.s.Finish(ctx(t), ref, attempt, taskstate.Outcome{Status: proto.StatusCompleted,
-					Result: result, StatusMessage: "Done"}); err != nil {
+					Result: result, StatusMessage: c.message}); err != nil {
 					t.Fatal(err)
 				}
 				got := e.get(t, ref)
 				// With a reservation the result carries the receipt in its
 				// _meta (store_test.go checks how).
-				if got.Status != proto.StatusCompleted || got.StatusMessage != "Done" ||
+				if got.Status != proto.StatusCompleted || got.StatusMessage != c.message ||
 					(!priced && string(got.Result) != string(result)) || !strings.Contains(string(got.Result), strings.Repeat("r", 300)) {
 					t.Fatalf("Get = %v %q %.80s", got.Status, got.StatusMessage, got.Result)
 				}

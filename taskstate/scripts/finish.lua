@@ -16,7 +16,8 @@
 -- Returns OK, CANCELLED (each as {code, receipt, tool} when a reservation
 -- settled: prelude settled()), or NOT_FOUND, EXPIRED, TERMINAL, STALE, ILLEGAL (the
 -- target is not a terminal status, or the table refuses): nothing is written then.
-local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel', 'version', 'tl', 'slot')
+local f = redis.call('HMGET', KEYS[1], 'status', 'createdAt', 'ttlMs', 'attempt', 'cancel', 'version', 'tl', 'slot',
+  'pending')
 if not f[1] then return NOT_FOUND end
 if expired(f[2], f[3], ARGV[1]) then return EXPIRED end
 if terminal(f[1]) then return TERMINAL end
@@ -36,6 +37,11 @@ end
 local version = tonumber(f[6] or '0') + 1
 local receipt, tool = settle(KEYS[4], KEYS[5], KEYS[6], ARGV[8], ARGV[3], ARGV[1])
 local fields = {'status', ARGV[3], 'statusMessage', ARGV[6], 'lastUpdatedAt', ARGV[1], 'version', version}
+-- stays: the record is known to stay compact, so compact() need not look:
+-- it was a listpack, holds few fields (no input round added its 'pending'
+-- and request fields: a listpack holds at most 512), and every value
+-- written here is short.
+local stays = false
 if ARGV[4] ~= '' and #ARGV[5] > COMPACT_VALUE and is_compact() then
   -- A long payload into a compact record would make it a hashtable that
   -- compact() then rebuilds; it goes straight to the companion instead,
@@ -43,6 +49,7 @@ if ARGV[4] ~= '' and #ARGV[5] > COMPACT_VALUE and is_compact() then
   set_extra(extra_entry(ARGV[4], ARGV[5]), redis.call('PEXPIRETIME', KEYS[1]))
   fields[#fields + 1] = 'x'
   fields[#fields + 1] = '1'
+  stays = not f[9]
 elseif ARGV[4] ~= '' then
   fields[#fields + 1] = ARGV[4]
   fields[#fields + 1] = ARGV[5]
@@ -54,6 +61,9 @@ end
 if f[2] then
   fields[#fields + 1] = 'tl'; fields[#fields + 1] = timeline_next(f[2], f[7], 'e', ARGV[1], ARGV[3])
 end
+for i = 2, #fields, 2 do
+  if stays and type(fields[i]) == 'string' and #fields[i] > COMPACT_VALUE then stays = false end
+end
 redis.call('HSET', KEYS[1], unpack(fields))
 ended(ARGV[8], f[8])
 -- A short result of an unbilled task rides on the event (EVENT_RESULT_MAX):
@@ -61,5 +71,5 @@ ended(ARGV[8], f[8])
 local result = nil
 if ARGV[4] == 'result' and receipt == nil and #ARGV[5] <= EVENT_RESULT_MAX then result = ARGV[5] end
 announce(ARGV[7], version, ARGV[3], ARGV[6], ARGV[1], f[5] or nil, result)
-compact()
+if not stays then compact() end
 return settled(OK, receipt, tool)
