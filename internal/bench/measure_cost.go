@@ -346,6 +346,10 @@ type redisCost struct {
 	scripts, scriptUs float64
 	// top lists the commands that took the most time, µs per op.
 	top []string
+	// commands is every command per op, a script's own calls counted too
+	// (INFO commandstats counts those): the work that does not move with
+	// the machine.
+	commands float64
 }
 
 // scriptCommands are the commandstats names of script calls.
@@ -364,6 +368,7 @@ func (m redisMeter) since(m0 redisMeter, ops int) redisCost {
 		if d.calls <= 0 || name == "info" {
 			continue
 		}
+		c.commands += float64(d.calls) / float64(ops)
 		for _, sc := range scriptCommands {
 			if name == sc {
 				calls += d.calls
@@ -385,7 +390,7 @@ func (m redisMeter) since(m0 redisMeter, ops int) redisCost {
 }
 
 func (c redisCost) note() string {
-	return fmt.Sprintf("%.1f scripts at %.1f µs; most time: %s (calls per op × µs)", c.scripts, c.scriptUs, strings.Join(c.top, ", "))
+	return fmt.Sprintf("%.1f commands, %.1f of them scripts at %.1f µs; most time: %s (calls per op × µs)", c.commands, c.scripts, c.scriptUs, strings.Join(c.top, ", "))
 }
 
 // costFrontend measures the front end's CPU per create: the create load
