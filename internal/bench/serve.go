@@ -24,6 +24,7 @@ import (
 	"github.com/mcpq/mcpq/frontend"
 	"github.com/mcpq/mcpq/internal/access"
 	"github.com/mcpq/mcpq/internal/queue"
+	"github.com/mcpq/mcpq/internal/redisconn"
 	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/worker"
 	"github.com/mcpq/mcpq/worker/upstream"
@@ -100,8 +101,19 @@ func Serve(role string, args []string) error {
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(opts) // default pool, as cmd/mcpq
+	// The floors run asynq as its users do, on a default go-redis client;
+	// mcpq's front end and worker on the client cmd/mcpq makes
+	// (redisconn.Connect: no look at a pooled connection before each use).
+	rdb := redis.NewClient(opts)
 	defer rdb.Close()
+	if role == RoleFrontend || role == RoleWorker {
+		mcpqRDB, err := redisconn.Connect(*redisURL)
+		if err != nil {
+			return err
+		}
+		defer mcpqRDB.Close()
+		rdb = mcpqRDB.(*redis.Client)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("role", role)
 	count := &counter{}
 

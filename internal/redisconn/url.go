@@ -23,7 +23,8 @@ import (
 // sentinel_username and sentinel_password those of the sentinels. The
 // parsing of options is go-redis's own (ParseURL, ParseClusterURL,
 // ParseFailoverURL); this function only maps the multi-address forms onto
-// them. A malformed URL gets an error naming what is wrong.
+// them. A malformed URL gets an error naming what is wrong. Connections
+// skip go-redis's look before each use (dial.go).
 func Connect(rawURL string) (redis.UniversalClient, error) { return connect(rawURL, false) }
 
 // connect is Connect; ctxTimeouts sets go-redis's ContextTimeoutEnabled,
@@ -40,6 +41,7 @@ func connect(rawURL string, ctxTimeouts bool) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redis URL %q: %w", redact(rawURL), err)
 		}
 		opts.ContextTimeoutEnabled = ctxTimeouts || opts.ContextTimeoutEnabled
+		opts.Dialer = unpeekedDialer(opts.DialTimeout, opts.TLSConfig)
 		return redis.NewClient(opts), nil
 	case "redis+cluster", "rediss+cluster":
 		opts, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
@@ -47,6 +49,7 @@ func connect(rawURL string, ctxTimeouts bool) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redis URL %q: %w", redact(rawURL), err)
 		}
 		opts.ContextTimeoutEnabled = ctxTimeouts || opts.ContextTimeoutEnabled
+		opts.Dialer = unpeekedDialer(opts.DialTimeout, opts.TLSConfig)
 		return redis.NewClusterClient(opts), nil
 	case "redis+sentinel", "rediss+sentinel":
 		opts, err := parseSentinelURL(strings.TrimSuffix(scheme, "+sentinel"), rest)
@@ -54,6 +57,7 @@ func connect(rawURL string, ctxTimeouts bool) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redis URL %q: %w", redact(rawURL), err)
 		}
 		opts.ContextTimeoutEnabled = ctxTimeouts || opts.ContextTimeoutEnabled
+		opts.Dialer = unpeekedDialer(opts.DialTimeout, opts.TLSConfig)
 		return redis.NewFailoverClient(opts), nil
 	}
 	return nil, fmt.Errorf("redis URL %q: unknown scheme %q (want redis, rediss, unix, redis+cluster or redis+sentinel)", redact(rawURL), scheme)

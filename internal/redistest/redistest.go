@@ -113,11 +113,10 @@ func Real(t testing.TB) *Backend {
 		}
 		t.Skipf("no real redis-server: %v (set MCPQ_TEST_REDIS_URL or install redis-server)", err)
 	}
-	opts, err := redis.ParseURL(url)
+	c, err := redisconn.Connect(url) // the client mcpq's processes use
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.NewClient(opts)
 	t.Cleanup(func() { c.Close() })
 	return &Backend{Name: "redis-server", Client: c, Prefix: prefix(), URL: url}
 }
