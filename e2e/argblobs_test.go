@@ -125,7 +125,7 @@ func TestLargeArguments(t *testing.T) {
 					t.Fatalf("the record of a task with %d bytes of arguments holds %d bytes: %v", len(slow), size, rec)
 				}
 				t.Logf("record: %d bytes for %d bytes of arguments", size, len(slow))
-				held, err := b.Client.HGet(ctx, keys.ArgBytes(owner), task.TaskID).Result()
+				held, err := b.Client.HGet(ctx, keys.Live(owner), task.TaskID).Result()
 				if err != nil || held != strconv.Itoa(len(slow)) {
 					t.Fatalf("argument bytes counted %q (%v), want the real %d", held, err, len(slow))
 				}

@@ -124,7 +124,7 @@ func TestLargeArgumentsStored(t *testing.T) {
 			name := strings.Repeat("é", 2500) // 5000 bytes of UTF-8
 			args, _ := json.Marshal(map[string]any{"name": name})
 			held := func() string {
-				return e.b.Client.HGet(ctx, e.store.Keys().ArgBytes(taskstate.OwnerTag(frontend.AnonymousPrincipal)), "total").Val()
+				return e.b.Client.HGet(ctx, e.store.Keys().Live(taskstate.OwnerTag(frontend.AnonymousPrincipal)), "total").Val()
 			}
 			fields := func(id string) map[string]string {
 				return e.b.Client.HGetAll(ctx, e.store.Keys().Task(ref(id))).Val()

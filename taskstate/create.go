@@ -40,7 +40,7 @@ type CreateParams struct {
 	MaxLive int
 	// MaxArgBytes caps the argument bytes the owner's live tasks hold
 	// together, these arguments included (0: no cap); Create answers
-	// ErrArgsLimit past it (the count is in Keys.ArgBytes).
+	// ErrArgsLimit past it (the count is in Keys.Live).
 	MaxArgBytes int64
 	// Reserve, when not nil, is the ceiling to reserve from the owner's
 	// account with the record (billing.go). Create answers a *FundsError
@@ -102,7 +102,7 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (*Record, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	keys := []string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.tasks(ref.Owner)}
+	keys := []string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.Deadlines(ref.Owner), s.keys.tasks(ref.Owner)}
 	reserve, idemTTL := "", ""
 	if p.Reserve != nil {
 		if *p.Reserve < 0 || *p.Reserve > proto.MaxAmount {

@@ -16,7 +16,6 @@ var MergeExtra = mergeExtra
 func (k Keys) Account(owner string) string           { return k.billing().Account(owner) }
 func (k Keys) Ledger(owner string) string            { return k.billing().Ledger(owner) }
 func (k Keys) Held(owner string) string              { return k.held(owner) }
-func (k Keys) Live(owner string) string              { return k.live(owner) }
 func (k Keys) Owners() string                        { return k.owners() }
 func (k Keys) Running(owner, queue string) string    { return k.running(owner, queue) }
 func (k Keys) Tasks(owner string) string             { return k.tasks(owner) }

@@ -63,18 +63,16 @@ func (k Keys) owners() string { return k.billing().Owners() }
 // createdAt (unix ms). "My tasks" pages through it. Type: sorted set.
 func (k Keys) tasks(owner string) string { return k.Prefix + "{" + owner + "}:tasks" }
 
-// live indexes one owner's tasks that have not ended, with the argument
-// bytes each holds: field task id → bytes, and 'total', their sum (so
-// HLEN - 1 is how many live tasks there are). The per-principal caps on
-// live tasks and on their argument bytes read it, and the recovery of
-// stranded tasks walks it. Type: hash. (Before issue 31 the live tasks
-// were a sorted set, "{p…}:live", beside this hash; docs/deploy.md says
-// what an upgrade leaves of it.)
-func (k Keys) live(owner string) string { return k.Prefix + "{" + owner + "}:live:args" }
-
-// ArgBytes is the live index (live): one owner's live tasks and the
-// argument bytes each holds, with their 'total'. Type: hash.
-func (k Keys) ArgBytes(owner string) string { return k.live(owner) }
+// Live indexes one owner's tasks that have not ended: field task id →
+// its argument bytes, and 'total', their sum. Type: hash.
+func (k Keys) Live(owner string) string {
+	// HLEN - 1 is how many live tasks there are: the caps on live tasks
+	// and on their argument bytes read it, and the recovery of stranded
+	// tasks walks it. Before issue 31 the live tasks were a sorted set,
+	// "{p…}:live", beside this hash (then Keys.ArgBytes); docs/deploy.md
+	// says what an upgrade leaves of the set.
+	return k.Prefix + "{" + owner + "}:live:args"
+}
 
 // held indexes one owner's tasks that a delivery holds (claimed, not yet
 // ended or parked): member task id, score when to look at it next (unix

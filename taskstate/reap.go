@@ -34,7 +34,7 @@ func (s *Store) Reap(ctx context.Context, ended func(Ref)) (int, error) {
 			}
 			for _, id := range ids {
 				ref := Ref{Owner: owner, ID: id}
-				err := s.runKeys(ctx, reapScript, append([]string{s.keys.Task(ref), s.keys.live(owner), s.keys.held(owner), idx, s.keys.tasks(owner)},
+				err := s.runKeys(ctx, reapScript, append([]string{s.keys.Task(ref), s.keys.Live(owner), s.keys.held(owner), idx, s.keys.tasks(owner)},
 					s.billingKeys(owner)...),
 					now, id, s.keys.Events(ref), s.keys.Stops())
 				switch {
@@ -67,7 +67,7 @@ func (s *Store) Reap(ctx context.Context, ended func(Ref)) (int, error) {
 // deadline index no longer holds it).
 func (s *Store) ReapOne(ctx context.Context, ref Ref) error {
 	idx := s.keys.Deadlines(ref.Owner)
-	err := s.runKeys(ctx, reapScript, append([]string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.held(ref.Owner), idx,
+	err := s.runKeys(ctx, reapScript, append([]string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.held(ref.Owner), idx,
 		s.keys.tasks(ref.Owner)}, s.billingKeys(ref.Owner)...), s.nowMs(), ref.ID, s.keys.Events(ref), s.keys.Stops())
 	if errors.Is(err, ErrTerminal) {
 		return nil

@@ -69,7 +69,7 @@ func TestLiveCap(t *testing.T) {
 		if err := e.s.RequestCancel(c, bRef); err != nil { // idempotent: frees nothing more
 			t.Fatal(err)
 		}
-		// The live index holds each live task and 'total' (Keys.live).
+		// The live index holds each live task and 'total' (Keys.Live).
 		if live := e.b.Client.HLen(c, e.s.Keys().Live(taskstate.OwnerTag(principal))).Val() - 1; live != 2 {
 			t.Fatalf("live after cancel: %d, want 2", live)
 		}

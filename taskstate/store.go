@@ -145,7 +145,7 @@ func (s *Store) runCode(ctx context.Context, sc *script, ref Ref, args ...any) e
 // owner's live index and held index, and the owner's account, holds and
 // ledger (the prelude's settle_task).
 func (s *Store) liveKeys(ref Ref) []string {
-	return append([]string{s.keys.Task(ref), s.keys.live(ref.Owner), s.keys.held(ref.Owner)}, s.billingKeys(ref.Owner)...)
+	return append([]string{s.keys.Task(ref), s.keys.Live(ref.Owner), s.keys.held(ref.Owner)}, s.billingKeys(ref.Owner)...)
 }
 
 // runKeys is runCode for scripts with more keys (all in the owner's slot).

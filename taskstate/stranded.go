@@ -36,7 +36,7 @@ func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]S
 	for iter.Next(ctx) {
 		owner := iter.Val()
 		// HSCAN answers field and value in turn (NOVALUES needs Redis 7.4).
-		live := s.rdb.HScan(ctx, s.keys.live(owner), 0, "", reapBatch).Iterator()
+		live := s.rdb.HScan(ctx, s.keys.Live(owner), 0, "", reapBatch).Iterator()
 		var ids []string
 		page := func() error {
 			if len(ids) == 0 {
@@ -80,5 +80,5 @@ func (s *Store) StrandedTasks(ctx context.Context, olderThan time.Duration) ([]S
 	return out, iter.Err()
 }
 
-// liveTotal is the live index's field of the argument bytes' sum (Keys.live).
+// liveTotal is the live index's field of the argument bytes' sum (Keys.Live).
 const liveTotal = "total"

@@ -56,7 +56,7 @@ func TestArgBytesReturned(t *testing.T) {
 		e := newEnv(t, b)
 		args := json.RawMessage(`{"a":"` + strings.Repeat("x", 100) + `"}`)
 		total := func() string {
-			return b.Client.HGet(ctx(t), e.s.Keys().ArgBytes(taskstate.OwnerTag(principal)), "total").Val()
+			return b.Client.HGet(ctx(t), e.s.Keys().Live(taskstate.OwnerTag(principal)), "total").Val()
 		}
 		one := e.create(t, taskstate.CreateParams{Arguments: args, MaxArgBytes: 250})
 		two := e.create(t, taskstate.CreateParams{Arguments: args, MaxArgBytes: 250})
@@ -75,7 +75,7 @@ func TestArgBytesReturned(t *testing.T) {
 		if err := e.s.RequestCancel(ctx(t), two); err != nil {
 			t.Fatal(err)
 		}
-		if n := b.Client.Exists(ctx(t), e.s.Keys().ArgBytes(taskstate.OwnerTag(principal))).Val(); n != 0 {
+		if n := b.Client.Exists(ctx(t), e.s.Keys().Live(taskstate.OwnerTag(principal))).Val(); n != 0 {
 			t.Errorf("the argument bytes hash outlived the last live task (total %q)", total())
 		}
 	})
@@ -90,7 +90,7 @@ func TestArgumentsRef(t *testing.T) {
 		e := newEnv(t, b)
 		args := json.RawMessage(`{"a":"` + strings.Repeat("x", 1000) + `"}`) // 1008 bytes
 		total := func() string {
-			return b.Client.HGet(ctx(t), e.s.Keys().ArgBytes(taskstate.OwnerTag(principal)), "total").Val()
+			return b.Client.HGet(ctx(t), e.s.Keys().Live(taskstate.OwnerTag(principal)), "total").Val()
 		}
 		p := taskstate.CreateParams{Arguments: args, MaxArgBytes: 2500}
 		p.ID = taskstate.NewID()

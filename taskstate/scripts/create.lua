@@ -1,6 +1,6 @@
 -- create.lua: write a new task record in status "working".
 -- KEYS[1] task hash   KEYS[2] the owner's live index (hash: each live task's argument
--- bytes and their 'total', Keys.live)   KEYS[3] the owner's deadline index
+-- bytes and their 'total', Keys.Live)   KEYS[3] the owner's deadline index
 -- KEYS[4] the owner's task index (both sorted sets)
 -- ARGV[1] now (unix ms)   ARGV[2] owner principal   ARGV[3] tool   ARGV[4] arguments (JSON)
 -- ARGV[5] ttlMs ('' = unlimited)   ARGV[6] pollIntervalMs   ARGV[7] statusMessage

@@ -61,8 +61,10 @@ end
 if f[2] then
   fields[#fields + 1] = 'tl'; fields[#fields + 1] = timeline_next(f[2], f[7], 'e', ARGV[1], ARGV[3])
 end
-for i = 2, #fields, 2 do
-  if stays and type(fields[i]) == 'string' and #fields[i] > COMPACT_VALUE then stays = false end
+if stays then
+  for i = 2, #fields, 2 do
+    if type(fields[i]) == 'string' and #fields[i] > COMPACT_VALUE then stays = false end
+  end
 end
 redis.call('HSET', KEYS[1], unpack(fields))
 ended(ARGV[8], f[8])

@@ -38,7 +38,7 @@ end
 -- and which delivery held it when (KEYS[1], the record), which a finished
 -- task would otherwise keep for the rest of its TTL; and its place in the
 -- running set of its queue (free_slot).
--- The live index (Keys.live, a hash in the owner's hash tag) holds each
+-- The live index (Keys.Live, a hash in the owner's hash tag) holds each
 -- live task's argument bytes and their 'total' (create.lua adds to it), so
 -- leaving it returns the task's bytes to the owner's budget. When no live
 -- task is left the hash goes, 'total' with it, so a record Redis expired
