@@ -32,9 +32,10 @@ if not allowed('', 'working') then return ILLEGAL end
 if tonumber(ARGV[12]) > 0 and redis.call('HLEN', KEYS[2]) - 1 >= tonumber(ARGV[12]) then return LIMIT end
 local argBytes, argField = #ARGV[4], 'arguments'
 if ARGV[16] then argBytes, argField = tonumber(ARGV[16]), 'argsRef' end
-if tonumber(ARGV[13]) > 0 and tonumber(redis.call('HGET', KEYS[2], 'total') or '0') + argBytes > tonumber(ARGV[13]) then
-  return ARGS_LIMIT
-end
+-- The owner's total is read and written back with the task's entry: one
+-- command less than an HINCRBY beside the HSET.
+local total = tonumber(redis.call('HGET', KEYS[2], 'total') or '0') + argBytes
+if tonumber(ARGV[13]) > 0 and total > tonumber(ARGV[13]) then return ARGS_LIMIT end
 local ceiling = nil
 if ARGV[14] ~= '' then
   ceiling = tonumber(ARGV[14])
@@ -50,8 +51,7 @@ if ARGV[9] ~= '{}' then fields[#fields + 1] = 'caps'; fields[#fields + 1] = ARGV
 redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[8] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[8]) end
 if ARGV[11] ~= '' then redis.call('ZADD', KEYS[3], ARGV[11], ARGV[10]) end
-redis.call('HSET', KEYS[2], ARGV[10], argBytes)
-redis.call('HINCRBY', KEYS[2], 'total', argBytes)
+redis.call('HSET', KEYS[2], ARGV[10], argBytes, 'total', int(total))
 redis.call('ZADD', KEYS[4], ARGV[1], ARGV[10])
 if ceiling then
   redis.call('HINCRBY', KEYS[5], 'balance', int(-ceiling))

@@ -45,11 +45,17 @@ end
 -- before the reaper saw it cannot leave bytes behind.
 local function ended(id, slot)
   free_slot(id, slot)
-  local n = redis.call('HGET', KEYS[2], id)
-  if n then
-    redis.call('HDEL', KEYS[2], id)
-    redis.call('HINCRBY', KEYS[2], 'total', -tonumber(n))
-    if redis.call('HLEN', KEYS[2]) <= 1 then redis.call('DEL', KEYS[2]) end
+  local e = redis.call('HMGET', KEYS[2], id, 'total')
+  if e[1] then
+    local left = tonumber(e[2] or '0') - tonumber(e[1])
+    -- left is 0 when no live task with arguments is left: one without
+    -- (argument bytes 0) keeps the hash.
+    if left <= 0 and redis.call('HLEN', KEYS[2]) <= 2 then
+      redis.call('DEL', KEYS[2])
+    else
+      redis.call('HDEL', KEYS[2], id)
+      redis.call('HSET', KEYS[2], 'total', string.format('%d', math.max(left, 0)))
+    end
   end
   redis.call('ZREM', KEYS[3], id)
   redis.call('HDEL', KEYS[1], 'arguments', 'argsRef', 'caps', 'checkpoint', 'running', 'heartbeat', 'cancelAt', 'waiter')
