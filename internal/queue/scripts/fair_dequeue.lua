@@ -127,8 +127,11 @@ if not id then
   redis.call('LPUSH', KEYS[3], id)
 end
 local key = ARGV[2] .. id
+-- asynq's dequeue also deletes 'pending_since'; it is left: asynq reads it
+-- only from pending jobs (a queue's latency, a scheduled job's update),
+-- every enqueue and requeue writes it anew, and the job's hash goes when
+-- the job is done.
 redis.call('HSET', key, 'state', 'active')
-redis.call('HDEL', key, 'pending_since')
 redis.call('ZADD', KEYS[4], ARGV[1], id)
 if queued then
   local m = redis.call('HMGET', key, 'msg', 'mcpq_o')
