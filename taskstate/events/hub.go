@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,6 +18,13 @@ import (
 // during the outage is gone); and a subscription whose reader falls behind
 // by more than its buffer gets Resync in place of what it held. A
 // reader treats Resync as "read the record again".
+//
+// A channel whose last Subscription closed stays subscribed for up to
+// unsubscribeDelay, and the channels let go meanwhile leave in one
+// UNSUBSCRIBE: a sync call subscribes to its task's channel and lets it
+// go within milliseconds, and a command per call is a write here and a
+// read and reply in Redis. A Subscription started on such a channel
+// meanwhile takes it over, already confirmed.
 type Hub struct {
 	ps *redis.PubSub
 	// cmdMu orders SUBSCRIBE/UNSUBSCRIBE on the wire as the map changes that
@@ -24,7 +32,14 @@ type Hub struct {
 	cmdMu sync.Mutex
 	mu    sync.Mutex
 	subs  map[string]*hubChannel
-	done  chan struct{}
+	// idle holds the subscribed channels without a listener, to
+	// unsubscribe (flush); kick wakes the flusher; stop ends it.
+	idle     map[string]struct{}
+	kick     chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	wg       sync.WaitGroup
 }
 
 type hubChannel struct {
@@ -32,6 +47,10 @@ type hubChannel struct {
 	confirmed bool
 	listeners map[*Subscription]struct{}
 }
+
+// unsubscribeDelay is how long a channel without listeners may stay
+// subscribed before the hub gives it up (with the others let go by then).
+const unsubscribeDelay = 5 * time.Millisecond
 
 // Subscription receives the payloads published on one channel, in order. A
 // reader that falls a full buffer behind finds Resync followed by the
@@ -51,9 +70,55 @@ const subscriptionBuffer = 16
 
 // NewHub starts a hub on rdb. Close it to release its connection.
 func NewHub(rdb redis.UniversalClient) *Hub {
-	h := &Hub{ps: rdb.Subscribe(context.Background()), subs: map[string]*hubChannel{}, done: make(chan struct{})}
+	h := newHub(rdb)
+	h.wg.Go(h.flusher)
+	return h
+}
+
+// newHub is NewHub without the flusher: idle channels stay subscribed
+// until flush.
+func newHub(rdb redis.UniversalClient) *Hub {
+	h := &Hub{ps: rdb.Subscribe(context.Background()), subs: map[string]*hubChannel{}, idle: map[string]struct{}{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go h.run()
 	return h
+}
+
+// flusher unsubscribes the idle channels, unsubscribeDelay after the
+// first of them went idle, until the hub closes.
+func (h *Hub) flusher() {
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-h.kick:
+		}
+		select {
+		case <-h.stop:
+			return
+		case <-time.After(unsubscribeDelay):
+		}
+		h.flush()
+	}
+}
+
+// flush sends one UNSUBSCRIBE for the channels still idle.
+func (h *Hub) flush() {
+	h.cmdMu.Lock()
+	defer h.cmdMu.Unlock()
+	h.mu.Lock()
+	channels := make([]string, 0, len(h.idle))
+	for ch := range h.idle {
+		if hc, ok := h.subs[ch]; ok && len(hc.listeners) == 0 {
+			delete(h.subs, ch)
+			channels = append(channels, ch)
+		}
+	}
+	clear(h.idle)
+	h.mu.Unlock()
+	if len(channels) > 0 {
+		_ = h.ps.Unsubscribe(context.Background(), channels...)
+	}
 }
 
 func (h *Hub) run() {
@@ -137,6 +202,7 @@ func (h *Hub) Start(ctx context.Context, channel string) (*Subscription, error) 
 		h.subs[channel] = hc
 	}
 	hc.listeners[s] = struct{}{}
+	delete(h.idle, channel)
 	s.ready = hc.ready
 	h.mu.Unlock()
 	var err error
@@ -162,31 +228,35 @@ func (s *Subscription) Confirmed(ctx context.Context) error {
 	}
 }
 
-// Close stops the subscription; the last one on a channel unsubscribes it.
+// Close stops the subscription; after the last one on a channel the hub
+// unsubscribes it (within unsubscribeDelay).
 func (s *Subscription) Close() {
 	s.once.Do(func() {
 		h := s.hub
-		h.cmdMu.Lock()
-		defer h.cmdMu.Unlock()
 		h.mu.Lock()
 		hc, ok := h.subs[s.channel]
 		last := false
 		if ok {
 			delete(hc.listeners, s)
 			if len(hc.listeners) == 0 {
-				delete(h.subs, s.channel)
+				h.idle[s.channel] = struct{}{}
 				last = true
 			}
 		}
 		h.mu.Unlock()
 		if last {
-			_ = h.ps.Unsubscribe(context.Background(), s.channel)
+			select {
+			case h.kick <- struct{}{}:
+			default: // the flusher is due already
+			}
 		}
 	})
 }
 
 // Close releases the hub's connection; open subscriptions stop receiving.
 func (h *Hub) Close() error {
+	h.stopOnce.Do(func() { close(h.stop) })
+	h.wg.Wait()
 	err := h.ps.Close()
 	<-h.done
 	return err
