@@ -38,7 +38,8 @@ func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 type Claim struct {
 	// Attempt is this delivery's attempt number; every later write carries it.
 	Attempt int64
-	// Record is the task as claimed: the call, its answers and checkpoint.
+	// Record is what a run reads of the task (call, checkpoint, answers,
+	// times, TTL, job sequence, new state); other fields may be zero.
 	Record *Record
 }
 

@@ -535,3 +535,40 @@ func TestRequestCancel(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimRecordIsWhatARunReads: without an input round the claim hands
+// back only what a run reads (Claim.Record), and each of those fields as
+// the stored record has it: the call, the principal, the creating
+// client's capabilities, the checkpoint an earlier attempt saved, the
+// times, the TTL and the job sequence.
+func TestClaimRecordIsWhatARunReads(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		ttl := int64(time.Hour / time.Millisecond)
+		ref := e.create(t, taskstate.CreateParams{Tool: "render", Arguments: json.RawMessage(`{"frames":40}`),
+			TTLMs: &ttl, Capabilities: json.RawMessage(`{"elicitation":{}}`)})
+		attempt := e.claim(t, ref)
+		if err := e.s.SaveCheckpoint(ctx(t), ref, attempt, json.RawMessage(`{"frame":7}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.s.Release(ctx(t), ref, attempt); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Second)
+		c, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := c.Record, e.get(t, ref)
+		if got.Ref != ref || got.Tool != want.Tool || string(got.Arguments) != string(want.Arguments) ||
+			got.Principal != principal || string(got.Capabilities) != `{"elicitation":{}}` ||
+			string(got.Checkpoint) != `{"frame":7}` || !got.CreatedAt.Equal(want.CreatedAt) ||
+			got.TTLMs == nil || *got.TTLMs != ttl || !got.Deadline().Equal(want.Deadline()) ||
+			got.Resumes != want.Resumes || got.Attempt != 2 || got.Running != 2 || got.Version != want.Version ||
+			got.Status != proto.StatusWorking || got.StatusMessage != want.StatusMessage ||
+			!got.StartedAt.Equal(want.StartedAt) || !got.Heartbeat.Equal(e.clock.Now()) {
+			t.Fatalf("claimed %+v\nstored  %+v", got, want)
+		}
+	})
+}
