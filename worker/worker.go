@@ -630,7 +630,9 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 			// of the parking error (a handler that turned it into a
 			// result must not complete the task over its pending input).
 			w.metrics.inputWaits.WithLabelValues(rec.Tool).Inc()
-			log().Debug("task parked for input")
+			if w.log.Enabled(ctx, slog.LevelDebug) {
+				log().Debug("task parked for input")
+			}
 			return nil
 		}
 		var transient *transientError
@@ -680,7 +682,9 @@ func (w *Worker) conclude(ctx context.Context, rec *taskstate.Record, attempt in
 	case err != nil:
 		return "", err
 	default:
-		log().Debug("task finished", "status", out.Status)
+		if w.log.Enabled(ctx, slog.LevelDebug) { // log() formats its attributes at once: not per job for nothing
+			log().Debug("task finished", "status", out.Status)
+		}
 		status = out.Status
 	}
 	if rec.ArgumentsRef != "" {
