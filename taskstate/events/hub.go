@@ -32,8 +32,9 @@ type Hub struct {
 	cmdMu sync.Mutex
 	mu    sync.Mutex
 	subs  map[string]*hubChannel
-	// idle holds the subscribed channels without a listener, to
-	// unsubscribe (flush); kick wakes the flusher; stop ends it.
+	// idle holds the channels that lost their last listener; flush
+	// unsubscribes those still without one. kick wakes the flusher; stop
+	// ends it.
 	idle     map[string]struct{}
 	kick     chan struct{}
 	stop     chan struct{}
@@ -201,8 +202,7 @@ func (h *Hub) Start(ctx context.Context, channel string) (*Subscription, error) 
 		hc = &hubChannel{ready: make(chan struct{}), listeners: map[*Subscription]struct{}{}}
 		h.subs[channel] = hc
 	}
-	hc.listeners[s] = struct{}{}
-	delete(h.idle, channel)
+	hc.listeners[s] = struct{}{} // an idle entry of the channel stays: flush skips it
 	s.ready = hc.ready
 	h.mu.Unlock()
 	var err error

@@ -16,6 +16,10 @@ local function expired(createdAt, ttlMs, now)
   return tonumber(now) >= tonumber(createdAt) + tonumber(ttlMs)
 end
 
+-- int: an integer amount as Redis argument text ('%d': tostring would
+-- write 1e+15 for large ones).
+local function int(n) return string.format('%d', n) end
+
 -- free_slot: the task (KEYS[1], the record) gives back its place in the
 -- running set of its queue, if a per-principal share counted it: the
 -- record's 'slot' field names that set (Keys.running, built by claim.go
@@ -54,7 +58,7 @@ local function ended(id, slot)
       redis.call('DEL', KEYS[2])
     else
       redis.call('HDEL', KEYS[2], id)
-      redis.call('HSET', KEYS[2], 'total', string.format('%d', math.max(left, 0)))
+      redis.call('HSET', KEYS[2], 'total', int(math.max(left, 0)))
     end
   end
   redis.call('ZREM', KEYS[3], id)
@@ -188,10 +192,6 @@ local function end_task(id, channel)
   state_changed(channel)
   compact()
 end
-
--- int: an integer amount as Redis argument text ('%d': tostring would
--- write 1e+15 for large ones).
-local function int(n) return string.format('%d', n) end
 
 -- settle: the one settlement of task id's reservation, at its terminal
 -- transition (billing.go). acct, holds and ledger are the owner's
