@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcpq/mcpq/proto"
 )
 
@@ -18,6 +20,8 @@ type Outcome struct {
 	Error *proto.Error
 	// StatusMessage is the final statusMessage.
 	StatusMessage string
+	// Beside, if set, rides after the outcome in its round trip (not on a Cluster).
+	Beside Job
 }
 
 // Finish ends the task for attempt. It returns ErrCancelled when a cancel
@@ -41,6 +45,22 @@ func (s *Store) Finish(ctx context.Context, ref Ref, attempt int64, o Outcome) e
 		}
 		field, payload = "error", b
 	}
-	return s.runKeys(ctx, finishScript, s.liveKeys(ref), s.nowMs(), attempt, string(o.Status), field, string(payload),
-		o.StatusMessage, s.keys.Events(ref), ref.ID)
+	keys, args := s.liveKeys(ref), []any{s.nowMs(), attempt, string(o.Status), field, string(payload),
+		o.StatusMessage, s.keys.Events(ref), ref.ID}
+	if _, cluster := s.rdb.(*redis.ClusterClient); o.Beside == nil || cluster {
+		return s.runKeys(ctx, finishScript, keys, args...)
+	}
+	pipe := s.rdb.Pipeline()
+	rc := s.send(ctx, pipe, finishScript, keys, args...)
+	o.Beside.Pipe(ctx, pipe)
+	_, _ = pipe.Exec(ctx)
+	if isMissing(rc.Err()) {
+		rc = s.run(ctx, finishScript, keys, args...)
+	}
+	_ = o.Beside.Result(ctx, s.rdb)
+	code, err := s.scriptCode(rc)
+	if err != nil {
+		return err
+	}
+	return codeErr(code)
 }

@@ -47,10 +47,8 @@ func loadScript(name string) *script {
 }
 
 // EventResultMax is the largest result (JSON bytes) a completed task's
-// event carries (scripts/finish.lua), so a call waiting on the task answers
-// without reading the record back; longer results, and those of a task
-// whose reservation settled (the receipt joins the result on read), are
-// read from the record.
+// event carries (scripts/finish.lua) for a waiting call to answer with;
+// longer ones, and a settled task's (its receipt joins it), are read back.
 const EventResultMax = 8 << 10
 
 // luaLimits renders the limits scripts share with Go as Lua locals.

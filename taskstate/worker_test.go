@@ -1,13 +1,17 @@
 package taskstate_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/internal/redistest"
 	"github.com/mcpq/mcpq/proto"
@@ -569,6 +573,86 @@ func TestClaimRecordIsWhatARunReads(t *testing.T) {
 			got.Status != proto.StatusWorking || got.StatusMessage != want.StatusMessage ||
 			!got.StartedAt.Equal(want.StartedAt) || !got.Heartbeat.Equal(e.clock.Now()) {
 			t.Fatalf("claimed %+v\nstored  %+v", got, want)
+		}
+	})
+}
+
+// besideJob is a Job that reads the task's status in the pipeline it is
+// given: what it sees is what the round trip left before it.
+type besideJob struct {
+	key    string
+	status *redis.StringCmd
+	piped  int
+	result int
+}
+
+func (j *besideJob) Pipe(ctx context.Context, pipe redis.Pipeliner) {
+	j.piped++
+	j.status = pipe.HGet(ctx, j.key, "status")
+}
+
+func (j *besideJob) Result(context.Context, redis.UniversalClient) error {
+	j.result++
+	return j.status.Err()
+}
+
+func (j *besideJob) Send(context.Context, redis.UniversalClient) error {
+	return errors.New("besideJob: Send is not Finish's")
+}
+
+// roundTripHook counts what a client sends: single commands and pipelines.
+type roundTripHook struct{ single, pipelines atomic.Int64 }
+
+func (h *roundTripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.single.Add(1); return next(ctx, cmd) }
+}
+func (h *roundTripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipelines.Add(1); return next(ctx, cmds) }
+}
+
+// An outcome's Beside (internal/queue sends asynq's done so) goes after the
+// outcome in its one round trip, and its Result is read once; not on a
+// Redis Cluster, where the two may live on different nodes.
+func TestFinishBeside(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnv(t, b)
+		hook := &roundTripHook{}
+		b.Client.AddHook(hook)
+		var job *besideJob
+		var single, pipelines int64
+		// The first round loads finish's script and warms the connection
+		// pool; the second is the one counted.
+		for range 2 {
+			ref := e.create(t, taskstate.CreateParams{})
+			attempt := e.claim(t, ref)
+			job = &besideJob{key: taskstate.Keys{Prefix: b.Prefix}.Task(ref)}
+			s0, p0 := hook.single.Load(), hook.pipelines.Load()
+			err := e.s.Finish(ctx(t), ref, attempt, taskstate.Outcome{Status: proto.StatusCompleted,
+				Result: json.RawMessage(`{"content":[]}`), StatusMessage: "Done", Beside: job})
+			single, pipelines = hook.single.Load()-s0, hook.pipelines.Load()-p0
+			if err != nil {
+				t.Fatalf("Finish: %v", err)
+			}
+			if got := e.get(t, ref).Status; got != proto.StatusCompleted {
+				t.Fatalf("status %q, want completed", got)
+			}
+		}
+		if b.Cluster {
+			if job.piped != 0 || job.result != 0 {
+				t.Fatalf("cluster: Beside piped %d, read %d times", job.piped, job.result)
+			}
+			return
+		}
+		if job.piped != 1 || job.result != 1 {
+			t.Fatalf("Beside piped %d, read %d times; want once each", job.piped, job.result)
+		}
+		if got := job.status.Val(); got != string(proto.StatusCompleted) {
+			t.Fatalf("Beside saw status %q in its round trip, want completed (after the outcome)", got)
+		}
+		if single != 0 || pipelines != 1 {
+			t.Fatalf("Finish sent %d commands and %d pipelines, want one pipeline", single, pipelines)
 		}
 	})
 }

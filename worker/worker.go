@@ -646,6 +646,7 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 		out = outcome(e, res, herr, call.cancelRequested())
 	}
 	decided := time.Now()
+	out.Beside = j.Done // the job's done rides with the outcome (internal/queue/done.go)
 	status, err := w.conclude(ctx, rec, claim.Attempt, out, log)
 	if status != "" {
 		seen := decided // a cancel found by a step's check ended the run at once
@@ -731,6 +732,7 @@ func (w *Worker) finish(ctx context.Context, ref taskstate.Ref, attempt int64, o
 	deadline := time.Now().Add(finishRetryFor)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		err := w.store.Finish(ctx, ref, attempt, out)
+		out.Beside = nil // sent once: a retry leaves the job to asynq's own done
 		if err == nil || taskstate.NotOwned(err) || errors.Is(err, taskstate.ErrCancelled) ||
 			errors.Is(err, taskstate.ErrIllegal) || time.Now().Add(wait).After(deadline) || w.stopping.Load() {
 			return err

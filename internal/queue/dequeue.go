@@ -173,11 +173,16 @@ func (wt *waiter) resetSweep() {
 // its queues are empty.
 type wakeClient struct {
 	redis.UniversalClient
-	w *waiter
+	w     *waiter
+	ahead *doneAhead
 }
 
-// EvalSha runs a script call, holding a dequeue call that ends an empty sweep.
+// EvalSha runs a script call, holding a dequeue call that ends an empty
+// sweep, and answering a done call that ran beside its job's outcome (done.go).
 func (c *wakeClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if cmd := c.ahead.answerDone(ctx, sha, keys); cmd != nil {
+		return cmd
+	}
 	if sha != asynqDequeueSHA {
 		return c.UniversalClient.EvalSha(ctx, sha, keys, args...)
 	}

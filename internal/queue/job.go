@@ -37,6 +37,10 @@ type Job struct {
 	Seq int64
 	// Queue is the mcpq queue name (without the prefix: Keys.Queue adds it).
 	Queue string
+	// Done, on a delivery (Serve), marks the job done in asynq in the round
+	// trip of the task's outcome (taskstate.Outcome.Beside; done.go); nil
+	// on a Redis Cluster.
+	Done taskstate.Job
 }
 
 // Payload is the asynq payload of j's job: the JSON of the task's Ref and

@@ -93,6 +93,8 @@ type Handler func(ctx context.Context, j Job) error
 type Servers struct {
 	srvs    []*asynq.Server
 	waiters []*waiter
+	// ahead holds the jobs done beside their outcome (done.go).
+	ahead *doneAhead
 	// served are the asynq queues served, by the mcpq queue they shard.
 	served map[string]string
 	// stopWakes ends the wake-up subscriptions.
@@ -112,13 +114,17 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	if woken == nil {
 		woken = func() {}
 	}
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(Type, func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h) })
 	seen, err := cfg.Redis.SMembers(ctx, asynqQueuesKey).Result()
 	if err != nil {
 		return nil, fmt.Errorf("queue: read the queues asynq has seen (%s): %w", asynqQueuesKey, err)
 	}
-	s := &Servers{served: map[string]string{}}
+	s := &Servers{served: map[string]string{}, ahead: &doneAhead{}}
+	ahead := s.ahead
+	if _, cluster := cfg.Redis.(*redis.ClusterClient); cluster {
+		ahead = nil // the outcome and the job's done in different slots (done.go)
+	}
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(Type, func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h, ahead) })
 	for _, g := range cfg.Groups {
 		qs := make(map[string]int, len(g.Queues))
 		var names []string
@@ -136,7 +142,7 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 		}
 		wt := newWaiter(hold, names, caps, holding, woken)
 		s.waiters = append(s.waiters, wt)
-		s.srvs = append(s.srvs, asynq.NewServerFromRedisClient(&wakeClient{UniversalClient: cfg.Redis, w: wt}, asynq.Config{
+		s.srvs = append(s.srvs, asynq.NewServerFromRedisClient(&wakeClient{UniversalClient: cfg.Redis, w: wt, ahead: s.ahead}, asynq.Config{
 			Concurrency:              g.Concurrency,
 			DelayedTaskCheckInterval: cfg.DelayedCheck,
 			Queues:                   qs,
@@ -216,9 +222,10 @@ func (s *Servers) watchShards(done context.Context, cfg ServeConfig) {
 	}
 }
 
-// deliver decodes one delivery and hands it to h. A payload or job id no
-// enqueue of this package makes is dropped (logged, not retried).
-func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler) error {
+// deliver decodes one delivery and hands it to h, with its done call
+// (Job.Done) unless ahead is nil. A payload or job id no enqueue of this
+// package makes is dropped (logged, not retried).
+func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler, ahead *doneAhead) error {
 	m, err := decode(t.Payload())
 	if err != nil {
 		cfg.Logger.Error("undecodable job payload dropped", "err", err)
@@ -236,7 +243,17 @@ func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler) err
 	if m.TP != "" {
 		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": m.TP})
 	}
-	return h(ctx, Job{Ref: m.Ref, Tool: m.Tool, Seq: seq, Queue: name})
+	j := Job{Ref: m.Ref, Tool: m.Tool, Seq: seq, Queue: name}
+	if ahead == nil {
+		return h(ctx, j)
+	}
+	done := newDoneCall(ahead, q, id, time.Now())
+	j.Done = done
+	err = h(ctx, j)
+	if err != nil {
+		ahead.drop(done.keys[2]) // asynq retries or archives: it calls no done
+	}
+	return err
 }
 
 // Stop ends every hold at once (a held dequeue would hold up asynq's
