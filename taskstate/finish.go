@@ -58,9 +58,5 @@ func (s *Store) Finish(ctx context.Context, ref Ref, attempt int64, o Outcome) e
 		rc = s.run(ctx, finishScript, keys, args...)
 	}
 	_ = o.Beside.Result(ctx, s.rdb)
-	code, err := s.scriptCode(rc)
-	if err != nil {
-		return err
-	}
-	return codeErr(code)
+	return s.replyErr(rc)
 }

@@ -150,7 +150,12 @@ func (s *Store) liveKeys(ref Ref) []string {
 
 // runKeys is runCode for scripts with more keys (all in the owner's slot).
 func (s *Store) runKeys(ctx context.Context, sc *script, keys []string, args ...any) error {
-	code, err := s.scriptCode(s.run(ctx, sc, keys, args...))
+	return s.replyErr(s.run(ctx, sc, keys, args...))
+}
+
+// replyErr is a script reply's error, or the error of its return code.
+func (s *Store) replyErr(reply *redis.Cmd) error {
+	code, err := s.scriptCode(reply)
 	if err != nil {
 		return err
 	}
