@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -600,17 +599,6 @@ func (j *besideJob) Send(context.Context, redis.UniversalClient) error {
 	return errors.New("besideJob: Send is not Finish's")
 }
 
-// roundTripHook counts what a client sends: single commands and pipelines.
-type roundTripHook struct{ single, pipelines atomic.Int64 }
-
-func (h *roundTripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *roundTripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.single.Add(1); return next(ctx, cmd) }
-}
-func (h *roundTripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipelines.Add(1); return next(ctx, cmds) }
-}
-
 // An outcome's Beside (internal/queue sends asynq's done so) goes after the
 // outcome in its one round trip, and its Result is read once; not on a
 // Redis Cluster, where the two may live on different nodes.
@@ -618,7 +606,7 @@ func TestFinishBeside(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		e := newEnv(t, b)
-		hook := &roundTripHook{}
+		hook := &redistest.RoundTrips{}
 		b.Client.AddHook(hook)
 		var job *besideJob
 		var single, pipelines int64
@@ -628,10 +616,10 @@ func TestFinishBeside(t *testing.T) {
 			ref := e.create(t, taskstate.CreateParams{})
 			attempt := e.claim(t, ref)
 			job = &besideJob{key: taskstate.Keys{Prefix: b.Prefix}.Task(ref)}
-			s0, p0 := hook.single.Load(), hook.pipelines.Load()
+			s0, p0 := hook.Single.Load(), hook.Pipelines.Load()
 			err := e.s.Finish(ctx(t), ref, attempt, taskstate.Outcome{Status: proto.StatusCompleted,
 				Result: json.RawMessage(`{"content":[]}`), StatusMessage: "Done", Beside: job})
-			single, pipelines = hook.single.Load()-s0, hook.pipelines.Load()-p0
+			single, pipelines = hook.Single.Load()-s0, hook.Pipelines.Load()-p0
 			if err != nil {
 				t.Fatalf("Finish: %v", err)
 			}

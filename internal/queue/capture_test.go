@@ -3,12 +3,10 @@ package queue_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/internal/queue"
 	"github.com/mcpq/mcpq/internal/redisconn"
@@ -17,23 +15,12 @@ import (
 	"github.com/mcpq/mcpq/taskstate/events"
 )
 
-// roundTrips counts what a client sends: single commands and pipelines.
-type roundTrips struct{ single, pipelines atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { r.single.Add(1); return next(ctx, cmd) }
-}
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { r.pipelines.Add(1); return next(ctx, cmds) }
-}
-
 // captureEnv is a store and a capturing queue client on one counted
 // connection pool, as a front end has them.
 type captureEnv struct {
 	b       *redistest.Backend
 	s       *taskstate.Store
-	rt      *roundTrips
+	rt      *redistest.RoundTrips
 	client  *queue.Client
 	inspect *asynq.Inspector
 	queue   string
@@ -46,7 +33,7 @@ func newCaptureEnv(t *testing.T, b *redistest.Backend) *captureEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	rt := &roundTrips{}
+	rt := &redistest.RoundTrips{}
 	rdb.AddHook(rt)
 	return &captureEnv{b: b, s: taskstate.New(rdb, taskstate.Options{Prefix: b.Prefix}), rt: rt,
 		client:  queue.NewClient(rdb, queue.Options{Prefix: b.Prefix, Capture: true}),
@@ -127,7 +114,7 @@ func TestCreateSendsRecordAndJobInOneRoundTrip(t *testing.T) {
 		if e.queued(t, ref.ID) {
 			t.Fatal("a captured enqueue reached Redis before Create")
 		}
-		single, pipes := e.rt.single.Load(), e.rt.pipelines.Load()
+		single, pipes := e.rt.Single.Load(), e.rt.Pipelines.Load()
 		rec, err := e.s.Create(ctx(t), taskstate.CreateParams{ID: ref.ID, Principal: principal, Tool: "echo", Job: job})
 		if err != nil {
 			t.Fatalf("Create: %v", err)
@@ -139,7 +126,7 @@ func TestCreateSendsRecordAndJobInOneRoundTrip(t *testing.T) {
 			// and the queue's wake-up after the job.
 			wantSingle, wantPipes = 3, 0
 		}
-		if d1, d2 := e.rt.single.Load()-single, e.rt.pipelines.Load()-pipes; d1 != wantSingle || d2 != wantPipes {
+		if d1, d2 := e.rt.Single.Load()-single, e.rt.Pipelines.Load()-pipes; d1 != wantSingle || d2 != wantPipes {
 			t.Fatalf("Create sent %d commands and %d pipelines, want %d and %d", d1, d2, wantSingle, wantPipes)
 		}
 		if got := e.get(t, rec.Ref); got.Status != "working" || got.Tool != "echo" {

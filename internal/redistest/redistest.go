@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -285,4 +286,16 @@ func (b *Backend) Keys(ctx context.Context, pattern string) ([]string, error) {
 		return err
 	})
 	return all, err
+}
+
+// RoundTrips is a go-redis hook that counts what a client sends: single
+// commands and pipelines, each one round trip.
+type RoundTrips struct{ Single, Pipelines atomic.Int64 }
+
+func (r *RoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { r.Single.Add(1); return next(ctx, cmd) }
+}
+func (r *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { r.Pipelines.Add(1); return next(ctx, cmds) }
 }
