@@ -102,33 +102,36 @@ func (d *doneAhead) drop(key string) {
 	delete(d.jobs, key)
 }
 
-// doneCall is asynq's done call of a job; it holds the keys asynq's own call
-// names (the task hash is keys[2]).
+// doneCall is asynq's done call of job id on the asynq queue whose keys
+// start with prefix; key is the job's hash.
 type doneCall struct {
-	ahead *doneAhead
-	keys  []string
-	id    string
-	cmd   *redis.Cmd
+	ahead       *doneAhead
+	prefix, key string
+	id          string
+	cmd         *redis.Cmd
 }
 
 var _ taskstate.Job = (*doneCall)(nil)
 
-// newDoneCall is the done call of job id on asynq queue q, as asynq's
-// RDB.Done makes it at now.
-func newDoneCall(ahead *doneAhead, q, id string, now time.Time) *doneCall {
+// newDoneCall is the done call of job id on asynq queue q.
+func newDoneCall(ahead *doneAhead, q, id string) *doneCall {
 	prefix := "asynq:{" + q + "}:"
-	return &doneCall{ahead: ahead, id: id, keys: []string{prefix + "active", prefix + "lease", prefix + "t:" + id,
-		prefix + "processed:" + now.UTC().Format("2006-01-02"), prefix + "processed"}}
+	return &doneCall{ahead: ahead, prefix: prefix, key: prefix + "t:" + id, id: id}
 }
 
-func (d *doneCall) args() []any {
-	return []any{d.id, time.Now().Add(asynqStatsTTL).Unix(), int64(math.MaxInt64)}
+// call is the script's keys and arguments as asynq's RDB.Done makes them now.
+func (d *doneCall) call() ([]string, []any) {
+	now := time.Now()
+	return []string{d.prefix + "active", d.prefix + "lease", d.key,
+			d.prefix + "processed:" + now.UTC().Format("2006-01-02"), d.prefix + "processed"},
+		[]any{d.id, now.Add(asynqStatsTTL).Unix(), int64(math.MaxInt64)}
 }
 
 // Pipe adds the done script, by SHA only: a NOSCRIPT leaves the job to
 // asynq's own call.
 func (d *doneCall) Pipe(ctx context.Context, pipe redis.Pipeliner) {
-	d.cmd = pipe.EvalSha(ctx, asynqDoneSHA, d.keys, d.args()...)
+	keys, args := d.call()
+	d.cmd = pipe.EvalSha(ctx, asynqDoneSHA, keys, args...)
 }
 
 // Result records the job as done when the script answered OK.
@@ -136,13 +139,14 @@ func (d *doneCall) Result(context.Context, redis.UniversalClient) error {
 	if err := d.cmd.Err(); err != nil {
 		return err
 	}
-	d.ahead.add(d.keys[2])
+	d.ahead.add(d.key)
 	return nil
 }
 
 // Send runs the done call by itself.
 func (d *doneCall) Send(ctx context.Context, rdb redis.UniversalClient) error {
-	d.cmd = rdb.EvalSha(ctx, asynqDoneSHA, d.keys, d.args()...)
+	keys, args := d.call()
+	d.cmd = rdb.EvalSha(ctx, asynqDoneSHA, keys, args...)
 	return d.Result(ctx, rdb)
 }
 

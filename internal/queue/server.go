@@ -247,11 +247,11 @@ func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler, ahe
 	if ahead == nil {
 		return h(ctx, j)
 	}
-	done := newDoneCall(ahead, q, id, time.Now())
+	done := newDoneCall(ahead, q, id)
 	j.Done = done
 	err = h(ctx, j)
 	if err != nil {
-		ahead.drop(done.keys[2]) // asynq retries or archives: it calls no done
+		ahead.drop(done.key) // asynq retries or archives: it calls no done
 	}
 	return err
 }
