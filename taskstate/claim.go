@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 )
 
 // Share is how many of one principal's tasks may run at once on a queue,
@@ -73,19 +72,7 @@ func (s *Store) ClaimBeside(ctx context.Context, ref Ref, seq int64, share Share
 	return s.claimed(ref, res)
 }
 
-// ClaimLua is Claim as a Lua function, claim_job, after the scripts' shared
-// part, for the script that dequeues a job (internal/queue's take.go);
-// scripts/claimjob.lua says how to call it.
-func ClaimLua() string { return claimLua() }
-
-var claimLua = sync.OnceValue(func() string {
-	// The shared part inside claim_job: a dequeue that finds no job does
-	// not build it.
-	return "local KEYS, ARGV = KEYS, ARGV\nlocal function claim_job(owner, id, seq, i)\n" + sharedLua() +
-		"local function claim_body()\n" + claimScript.body + "\nend\n" + readScript("claimjob") + "\nend\n"
-})
-
-// ClaimArgs are claim_job's arguments for a job on queue (ClaimLua).
+// ClaimArgs are claim_job's arguments for a job on queue (NewScript).
 func (s *Store) ClaimArgs(queue string) []any {
 	ref := Ref{Owner: "\x01", ID: "\x02"} // claim_job puts the owner tag and the task id in
 	keys := append(s.liveKeys(ref), s.keys.running(ref.Owner, queue), s.keys.Events(ref))
@@ -97,7 +84,7 @@ func (s *Store) ClaimArgs(queue string) []any {
 	return append(args, s.lost.Milliseconds(), queue, s.worker)
 }
 
-// ClaimReply reads the reply of ClaimLua's claim_job for ref as Claim's.
+// ClaimReply reads the reply of claim_job (NewScript) for ref as Claim's.
 func (s *Store) ClaimReply(ref Ref, reply any) (*Claim, error) {
 	res, ok := reply.([]any)
 	if !ok || len(res) == 0 {

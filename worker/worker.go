@@ -470,7 +470,7 @@ func (w *Worker) serveConfig(hub *events.Hub, named map[string]int) queue.ServeC
 		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc,
 		// A principal at its hard cap is passed over at dequeue: it waits without polling.
 		Caps:   w.cfg.MaxRunningPerPrincipal,
-		Shards: w.cfg.QueueShards, Claim: w.claimArgs}
+		Shards: w.cfg.QueueShards, Claim: w.claimArgs, ClaimStore: w.store}
 }
 
 // unclaim gives up the claim j's dequeue made, if it made one, so the

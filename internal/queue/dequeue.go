@@ -204,13 +204,14 @@ func (c *wakeClient) Eval(ctx context.Context, src string, keys []string, args .
 
 // fair runs fair_dequeue.lua for queue i with the keys and arguments of
 // asynq's dequeue call, sending its source after a NOSCRIPT (the first
-// call after a start or a Redis restart, a SCRIPT FLUSH); take.lua where
-// the queue's dequeues claim (take.go).
-func (c *wakeClient) fair(ctx context.Context, i int, keys []string, args []any) *redis.Cmd {
+// call after a start or a Redis restart, a SCRIPT FLUSH); take.lua, which
+// claims too, for a woken hold's (claim) where the queue's dequeues claim
+// (take.go).
+func (c *wakeClient) fair(ctx context.Context, i int, keys []string, args []any, claim bool) *redis.Cmd {
 	argv := fairDequeueArgs(args, time.Now(), c.w.caps[i])
-	if c.take != nil {
-		if claim := c.take.args(c.w.names[i]); claim != nil {
-			return c.take.run(ctx, c.UniversalClient, keys, argv, claim)
+	if claim && c.take != nil {
+		if extra := c.take.args(c.w.names[i]); extra != nil {
+			return c.take.run(ctx, keys, argv, extra)
 		}
 	}
 	cmd := c.UniversalClient.EvalSha(ctx, fairDequeue.Hash(), keys, argv...)
@@ -234,7 +235,7 @@ func (c *wakeClient) dequeue(ctx context.Context, keys []string, args []any, sen
 		return send()
 	}
 	stopped := wt.sent(i)
-	cmd := c.fair(ctx, i, keys, args)
+	cmd := c.fair(ctx, i, keys, args, false)
 	if cmd.Err() == redis.Nil && stopped {
 		cmd.SetErr(errReleased)
 	}
@@ -278,7 +279,7 @@ func (c *wakeClient) hold(ctx context.Context) (res any, err error) {
 		for i := wt.next(); i >= 0; i = wt.next() {
 			call := wt.calls[i]
 			args := []any{time.Now().Add(asynqLease).Unix(), call.args[1]} // the lease from now
-			if cmd := c.fair(ctx, i, call.keys, args); cmd.Err() == nil {
+			if cmd := c.fair(ctx, i, call.keys, args, true); cmd.Err() == nil {
 				wt.delivered()
 				return cmd.Val(), nil
 			}

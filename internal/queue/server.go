@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/taskstate/events"
 )
 
@@ -65,8 +66,10 @@ type ServeConfig struct {
 	// in the same script (take.go): it returns the claim's arguments for a
 	// job of mcpq queue q (taskstate.Store.ClaimArgs) and then the tools
 	// the worker serves on q as one string, ",key1,key2,", or nil to leave
-	// q's claims to the handler (Job.Claimed). Unused on a Redis Cluster.
-	Claim func(q string) []any
+	// q's claims to the handler (Job.Claimed). ClaimStore runs those
+	// dequeues. Unused on a Redis Cluster.
+	Claim      func(q string) []any
+	ClaimStore *taskstate.Store
 	// Holding hears +1 when a server starts holding a dequeue for a
 	// wake-up (its queues are empty) and -1 when it stops; Woken hears of
 	// each job a wake-up delivered. Either may be nil.
@@ -131,9 +134,9 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	var take *taker
 	if _, cluster := cfg.Redis.(*redis.ClusterClient); cluster {
 		ahead = nil // the outcome and the job's done in different slots (done.go)
-	} else if cfg.Claim != nil {
+	} else if cfg.Claim != nil && cfg.ClaimStore != nil {
 		// s.served is complete before any server starts.
-		take = &taker{args: func(aq string) []any { return cfg.Claim(s.served[aq]) }}
+		take = &taker{args: func(aq string) []any { return cfg.Claim(s.served[aq]) }, store: cfg.ClaimStore}
 	}
 	s.take = take
 	mux := asynq.NewServeMux()

@@ -12,17 +12,23 @@ import (
 	"github.com/mcpq/mcpq/taskstate"
 )
 
-// A dequeue claims the task of the job it takes, in the same script
-// (docs/reliability.md, "Job pickup").
+// An idle worker's dequeue claims the task of the job it takes, in the
+// same script (docs/reliability.md, "Job pickup").
 //
 // A worker's job was a dequeue, then the handler's claim of the task
 // (taskstate.Store.ClaimBeside): two round trips before the tool runs.
 // With ServeConfig.Claim set, the wakeClient runs scripts/take.lua in place
-// of fair_dequeue.lua: the same dequeue, then, for a job whose tool the
-// worker serves, the claim (taskstate.ClaimLua), and it answers asynq with
+// of fair_dequeue.lua for the dequeue a wake-up sends from a hold (the
+// worker was idle: a caller may wait on the job, and nothing waits on
+// the dequeue loop): the same dequeue, then, for a job whose tool the
+// worker serves, the claim (claim_job, in taskstate's script library: taskstate.NewScript), and it answers asynq with
 // the job's message as the dequeue would. The claim's reply waits here, by
 // the job's hash key, for the job's delivery, which hands it to the
-// handler as Job.Claimed. What the script leaves to the handler's claim:
+// handler as Job.Claimed. A sweep's dequeues, a busy worker's, do not
+// claim: asynq fetches with one goroutine per server, and a dequeue that
+// claims costs Redis about what both did, which would slow the one loop
+// that feeds every slot while the handlers' claims ran side by side
+// (docs/benchmarks.md). What the script leaves to the handler's claim:
 // a payload or job id of another shape, a tool not served here (its
 // hand-back needs an unclaimed task), a task with an attempt running (a
 // second delivery: ClaimBeside knows the worker's own runs), and every job
@@ -38,18 +44,16 @@ import (
 //go:embed scripts/take.lua
 var takeSrc string
 
-// takeScript is fair_dequeue.lua as dequeue(), claim_job and take.lua in
-// one script (EVALSHA: ClaimLua holds the scripts' shared part).
-var (
-	takeLua    = taskstate.ClaimLua() + "local function dequeue()\n" + fairDequeueSrc + "\nend\n" + takeSrc
-	takeScript = redis.NewScript(takeLua)
-)
+// takeScript is fair_dequeue.lua as dequeue() and take.lua, a function of
+// taskstate's library (beside claim_job) where Redis has functions.
+var takeScript = taskstate.NewScript("take", "local function dequeue()\n"+fairDequeueSrc+"\nend\n"+takeSrc)
 
 // taker holds the claims dequeues made until their jobs' deliveries.
 type taker struct {
 	// args are the claim's arguments for asynq queue q, nil for none
-	// (ServeConfig.Claim for q's mcpq queue).
-	args func(q string) []any
+	// (ServeConfig.Claim for q's mcpq queue); store runs the script.
+	args  func(q string) []any
+	store *taskstate.Store
 
 	mu     sync.Mutex
 	claims map[string]claimed // by the job's hash key
@@ -60,16 +64,12 @@ type claimed struct {
 	at    time.Time
 }
 
-// run runs take.lua for asynq queue q with a dequeue's keys and argv
-// (fair_dequeue.lua's) and claim's arguments, sending its source after a
-// NOSCRIPT. Its answer is the job's message, as a dequeue's; a claim it
-// made waits for the delivery (took).
-func (t *taker) run(ctx context.Context, rdb redis.UniversalClient, keys []string, argv, claim []any) *redis.Cmd {
+// run runs take.lua with a dequeue's keys and argv (fair_dequeue.lua's)
+// and the claim's arguments. Its answer is the job's message, as a
+// dequeue's; a claim it made waits for the delivery (took).
+func (t *taker) run(ctx context.Context, keys []string, argv, claim []any) *redis.Cmd {
 	argv = append(argv, claim...)
-	cmd := rdb.EvalSha(ctx, takeScript.Hash(), keys, argv...)
-	if isNoScript(cmd.Err()) {
-		cmd = rdb.Eval(ctx, takeLua, keys, argv...)
-	}
+	cmd := t.store.Run(ctx, takeScript, keys, argv...)
 	res, ok := cmd.Val().([]any)
 	if cmd.Err() != nil || !ok {
 		return cmd

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 	"github.com/mcpq/mcpq/taskstate/events"
 )
 
-// TestDequeueClaims checks take.go: with ServeConfig.Claim set, the dequeue
-// of a job whose tool the worker serves claims its task in the same script
+// TestDequeueClaims checks take.go: with ServeConfig.Claim set, the woken
+// dequeue of an idle worker, for a job whose tool it serves, claims its task in the same script
 // (the delivery carries the claim's reply, and the record is claimed by the
 // store's worker, attempt 1, before the handler ran), while a tool not
 // served, a task with an attempt running and a queue whose Claim answers
@@ -32,16 +33,19 @@ func TestDequeueClaims(t *testing.T) {
 		hub := events.NewHub(b.Client)
 		t.Cleanup(func() { _ = hub.Close() })
 		ran := make(chan Job, 8)
+		var holding atomic.Int64 // the server's processor holds a dequeue
 		srvs, err := Serve(ctx, ServeConfig{Redis: b.Client, Keys: keys, Hub: hub,
-			Groups:            []Group{{Queues: []string{"default", "plain"}, Concurrency: 1}},
-			TaskCheckInterval: 20 * time.Millisecond, ShutdownTimeout: time.Second,
+			Holding: func(d float64) { holding.Add(int64(d)) },
+			Groups:  []Group{{Queues: []string{"default", "plain"}, Concurrency: 1}},
+			// Long holds: every job reaches a held dequeue through its wake-up.
+			TaskCheckInterval: 10 * time.Second, ShutdownTimeout: time.Second,
 			Logger: slog.New(slog.DiscardHandler),
 			Claim: func(q string) []any {
 				if q == "plain" {
 					return nil
 				}
 				return append(store.ClaimArgs(q), ",echo,")
-			}},
+			}, ClaimStore: store},
 			func(ctx context.Context, j Job) error { ran <- j; return nil })
 		if err != nil {
 			t.Fatalf("Serve: %v", err)
@@ -58,6 +62,13 @@ func TestDequeueClaims(t *testing.T) {
 			}
 			if prep != nil {
 				prep(rec.Ref)
+			}
+			// An idle worker's woken dequeue claims; a sweep's does not.
+			for holding.Load() == 0 {
+				if ctx.Err() != nil {
+					t.Fatal("the server never held its dequeue")
+				}
+				time.Sleep(time.Millisecond)
 			}
 			if err := client.Enqueue(ctx, Job{Ref: rec.Ref, Tool: tool, Queue: q}); err != nil {
 				t.Fatalf("Enqueue: %v", err)

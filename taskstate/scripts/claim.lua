@@ -9,7 +9,7 @@
 -- ARGV[8] the claiming worker's id ('' for none; recorded as 'worker', lease.go,
 -- and in the timeline's attempt entry, timeline.lua)
 -- ARGV[9] the attempts of the task that run in the claiming worker, as ',1,2,',
--- or '*' when it does not know (a claim in the dequeue's script, ClaimLua):
+-- or '*' when it does not know (claim_job: a claim in the dequeue's script, claimjob.lua):
 -- then any attempt that runs holds the task (HELD), and Claim decides
 -- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
 -- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).

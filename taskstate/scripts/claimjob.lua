@@ -1,5 +1,6 @@
--- claimjob.lua: the body of claim_job(owner, id, seq, i), which closes
--- ClaimLua (claim.go): runs claim.lua (claim_body) for task id of owner tag
+-- claimjob.lua: the body of claim_job(owner, id, seq, i), which a script of
+-- another package (taskstate.NewScript) may call: runs claim.lua
+-- (claim_body) for task id of owner tag
 -- owner and its job seq, with ClaimArgs at ARGV[i..]: now (unix ms), the
 -- patterns of the task's keys (claim.lua's KEYS[1..7]) and events channel,
 -- in which \1 stands for the owner tag and \2 for the task id, then

@@ -1,5 +1,5 @@
 -- take.lua: fair_dequeue.lua (dequeue()), then the claim of the task whose
--- job it took (taskstate.ClaimLua's claim_job), in one script: a worker's
+-- job it took (taskstate's claim_job, claimjob.lua), in one script: a worker's
 -- job costs one round trip less (take.go). KEYS and ARGV[1..4] are
 -- fair_dequeue.lua's; ARGV[5..16] taskstate.Store.ClaimArgs; ARGV[17] the
 -- tools the worker serves on the queue, as ',key1,key2,'.
