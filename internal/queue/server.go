@@ -245,7 +245,10 @@ func (s *Servers) watchShards(done context.Context, cfg ServeConfig) {
 func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler, ahead *doneAhead, take *taker) error {
 	id, _ := asynq.GetTaskID(ctx)
 	q, _ := asynq.GetQueueName(ctx)
-	claim := take.took("asynq:{" + q + "}:t:" + id)
+	var claim any
+	if take != nil {
+		claim = take.took("asynq:{" + q + "}:t:" + id)
+	}
 	m, err := decode(t.Payload())
 	if err != nil {
 		cfg.Logger.Error("undecodable job payload dropped", "err", err)

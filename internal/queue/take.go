@@ -112,9 +112,6 @@ func (t *taker) put(key string, reply any) {
 // took is the claim the dequeue of the job with hash key made, forgotten
 // here; nil when it made none.
 func (t *taker) took(key string) any {
-	if t == nil {
-		return nil
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c, ok := t.claims[key]
