@@ -55,9 +55,9 @@ func (s *Store) Claim(ctx context.Context, ref Ref, seq int64, share Share) (*Cl
 	return s.ClaimBeside(ctx, ref, seq, share, nil)
 }
 
-// ClaimBeside is Claim for a worker running these attempts of the task: it
-// is ErrHeld when the current attempt is one, and claims the task from a
-// holder that is this worker but no longer runs it.
+// ClaimBeside is Claim for a worker running these attempts of the task:
+// ErrHeld when the current attempt is one of them; it claims the task from
+// a holder that is this worker but no longer runs it.
 func (s *Store) ClaimBeside(ctx context.Context, ref Ref, seq int64, share Share, running []int64) (*Claim, error) {
 	local := ","
 	for _, a := range running {

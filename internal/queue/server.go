@@ -62,8 +62,9 @@ type ServeConfig struct {
 	ShutdownTimeout time.Duration
 	// Logger receives asynq's warnings and the jobs dropped as undecodable.
 	Logger *slog.Logger
-	// Claim, when set, has each dequeue claim the task of the job it takes
-	// in the same script (take.go): it returns the claim's arguments for a
+	// Claim, when set, has the dequeue a wake-up sends from a hold (an idle
+	// server's) claim the task of the job it takes, in the same script
+	// (take.go): it returns the claim's arguments for a
 	// job of mcpq queue q (taskstate.Store.ClaimArgs) and then the tools
 	// the worker serves on q as one string, ",key1,key2,", or nil to leave
 	// q's claims to the handler (Job.Claimed). ClaimStore runs those

@@ -21,8 +21,9 @@ import (
 // of fair_dequeue.lua for the dequeue a wake-up sends from a hold (the
 // worker was idle: a caller may wait on the job, and nothing waits on
 // the dequeue loop): the same dequeue, then, for a job whose tool the
-// worker serves, the claim (claim_job, in taskstate's script library: taskstate.NewScript), and it answers asynq with
-// the job's message as the dequeue would. The claim's reply waits here, by
+// worker serves, the claim (claim_job, in taskstate's script library:
+// taskstate.NewScript), and it answers asynq with the job's message as the
+// dequeue would. The claim's reply waits here, by
 // the job's hash key, for the job's delivery, which hands it to the
 // handler as Job.Claimed. A sweep's dequeues, a busy worker's, do not
 // claim: asynq fetches with one goroutine per server, and a dequeue that
@@ -72,12 +73,16 @@ func (t *taker) run(ctx context.Context, keys []string, argv, claim []any) *redi
 	cmd := t.store.Run(ctx, takeScript, keys, argv...)
 	res, ok := cmd.Val().([]any)
 	if cmd.Err() != nil || !ok {
+		return cmd // nil (no job), or the message alone (not claimed)
+	}
+	if len(res) != 3 {
+		cmd.SetErr(errTakeReply)
 		return cmd
 	}
 	msg, _ := res[0].(string)
 	id, _ := res[1].(string)
 	prefix, _ := argv[1].(string) // the queue's task key prefix
-	if len(res) != 3 || msg == "" || id == "" || prefix == "" {
+	if msg == "" || id == "" || prefix == "" {
 		cmd.SetErr(errTakeReply)
 		return cmd
 	}
