@@ -44,20 +44,24 @@ type Claim struct {
 }
 
 // Claim starts a delivery of the task's job number seq (its job id carries
-// it). It returns ErrTerminal (the task ended: the job is a no-op), ErrStale
-// (seq is not the task's current job), ErrCancelled (a cancel came first:
-// the task is now cancelled), ErrExpired, ErrNotFound, ErrIllegal (not
-// working: parked for input) or ErrHeld (another worker's delivery holds
-// it: only the takeover scan takes it). Under a share (share.Max > 0) a
-// *BusyError says the principal runs share.Max tasks on share.Queue already:
-// the check is in the claim's script, so concurrent claims cannot pass it.
+// it). It returns ErrTerminal when the task already ended (the job is
+// a no-op), ErrStale when seq is not the task's current job (a late
+// delivery of a job the task was taken back from), ErrCancelled when a
+// cancel was requested before the start (the task is now cancelled),
+// ErrExpired, ErrNotFound, ErrIllegal when the task is not working
+// (parked for input), or ErrHeld when another worker's delivery holds it
+// (the takeover scan, not a second delivery, takes a task from a worker). Under a share (share.Max > 0) it returns a
+// *BusyError when the principal already runs share.Max tasks on
+// share.Queue; the check and the claim are one script, so concurrent
+// claims cannot pass the share, and it costs no extra round trip.
 func (s *Store) Claim(ctx context.Context, ref Ref, seq int64, share Share) (*Claim, error) {
 	return s.ClaimBeside(ctx, ref, seq, share, nil)
 }
 
-// ClaimBeside is Claim for a worker running these attempts of the task:
-// ErrHeld when the current attempt is one of them; it claims the task from
-// a holder that is this worker but no longer runs it.
+// ClaimBeside is Claim for a worker in which attempts of the task still
+// run (a stale delivery that has not learnt it yet): it returns ErrHeld
+// when the task's current attempt is one of them, and claims the task
+// from a holder that is this worker but no longer runs it.
 func (s *Store) ClaimBeside(ctx context.Context, ref Ref, seq int64, share Share, running []int64) (*Claim, error) {
 	local := ","
 	for _, a := range running {
@@ -69,32 +73,6 @@ func (s *Store) ClaimBeside(ctx context.Context, ref Ref, seq int64, share Share
 	if err != nil {
 		return nil, err
 	}
-	return s.claimed(ref, res)
-}
-
-// ClaimArgs are claim_job's arguments for a job on queue (NewScript).
-func (s *Store) ClaimArgs(queue string) []any {
-	ref := Ref{Owner: "\x01", ID: "\x02"} // claim_job puts the owner tag and the task id in
-	keys := append(s.liveKeys(ref), s.keys.running(ref.Owner, queue), s.keys.Events(ref))
-	args := make([]any, 0, len(keys)+4)
-	args = append(args, s.nowMs())
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	return append(args, s.lost.Milliseconds(), queue, s.worker)
-}
-
-// ClaimReply reads the reply of claim_job (NewScript) for ref as Claim's.
-func (s *Store) ClaimReply(ref Ref, reply any) (*Claim, error) {
-	res, ok := reply.([]any)
-	if !ok || len(res) == 0 {
-		return nil, fmt.Errorf("taskstate: claim returned %T", reply)
-	}
-	return s.claimed(ref, res)
-}
-
-// claimed reads claim.lua's reply res for ref.
-func (s *Store) claimed(ref Ref, res []any) (*Claim, error) {
 	code, _ := res[0].(int64)
 	if code == codeBusy {
 		if len(res) < 3 {

@@ -52,16 +52,20 @@ type CreateParams struct {
 	// (its Ref.ID is not ID then).
 	IdempotencyKey string
 	IdempotencyTTL time.Duration
-	// Job, when not nil, is sent in the same round trip, after the record:
-	// a record written without its job returns a *JobError; a job queued
-	// for a refused record (ErrLimit, ErrExists) finds none and is dropped.
+	// Job, when not nil, is sent in the same round trip, after the record
+	// (Job). When the record is written but the job is not, Create returns
+	// the record and a *JobError. When the record is refused (ErrLimit,
+	// ErrExists) the job may still be queued; a worker's claim finds no
+	// record and drops it.
 	Job Job
 	// Owner is OwnerTag(Principal), if the caller has it; empty: computed.
 	Owner string
 	// Listening, when not nil, is set to whether the task's events channel
-	// had a subscriber when the record was written (a Hub.Start not yet
-	// confirmed then misses no event); false when Redis was not asked (a
-	// Redis Cluster, or WaitReplicas without a Job): read the record then.
+	// (Keys.Events) had a subscriber in Redis when the record was written: a
+	// subscription started before Create (Hub.Start) but not yet confirmed
+	// then misses no event of the task. false when Redis was not asked (a
+	// Redis Cluster, or Options.WaitReplicas without a Job): a caller then
+	// reads the record once its subscription is confirmed.
 	Listening *bool
 }
 

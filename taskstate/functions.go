@@ -42,14 +42,11 @@ import (
 // then on. None of the scripts is read-only, so none has the no-writes
 // flag.
 
-// libraryText builds the library: its name and FUNCTION LOAD source. Each
-// script's body is a local function (body_<name>), so claim_job
-// (claimjob.lua) can run claim's, and a function of another package
-// (NewScript) can call claim_job.
+// libraryText builds the library: its name and FUNCTION LOAD source.
 func libraryText(all []*script) (name, src string) {
 	shared := sharedLua()
 	h := sha1.New()
-	h.Write([]byte(shared + readScript("claimjob")))
+	h.Write([]byte(shared))
 	for _, sc := range all {
 		h.Write([]byte("\x00" + sc.name + "\x00" + sc.body))
 	}
@@ -61,19 +58,7 @@ func libraryText(all []*script) (name, src string) {
 	b.WriteString("local KEYS, ARGV\n")
 	b.WriteString(shared)
 	for _, sc := range all {
-		if !sc.ext {
-			fmt.Fprintf(&b, "local function body_%s()\n%s\nend\n", sc.name, sc.body)
-		}
-	}
-	b.WriteString("local claim_body = body_claim\n" + claimJobLua)
-	for _, sc := range all {
-		if sc.ext {
-			fmt.Fprintf(&b, "local function body_%s()\n%s\nend\n", sc.name, sc.body)
-		}
-	}
-	for _, sc := range all {
-		fmt.Fprintf(&b, "redis.register_function('%s_%s', function(keys, args)\nKEYS, ARGV = keys, args\nreturn body_%s()\nend)\n",
-			name, sc.name, sc.name)
+		fmt.Fprintf(&b, "redis.register_function('%s_%s', function(keys, args)\nKEYS, ARGV = keys, args\n%s\nend)\n", name, sc.name, sc.body)
 	}
 	return name, b.String()
 }
@@ -177,11 +162,6 @@ func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any)
 		cmd = s.rdb.FCall(ctx, sc.fname(), keys, args...)
 	}
 	return cmd
-}
-
-// Run runs sc as the store runs its own scripts (run).
-func (s *Store) Run(ctx context.Context, sc *Script, keys []string, args ...any) *redis.Cmd {
-	return s.run(ctx, sc.sc, keys, args...)
 }
 
 // send queues sc on pipe, FCALL or EVALSHA as run would, without the

@@ -63,23 +63,29 @@ type Record struct {
 	Answers map[string]json.RawMessage
 	// Checkpoint is the handler's last saved checkpoint.
 	Checkpoint json.RawMessage
-	// Resumes is the task's job sequence number, the jobs issued after the
-	// first (resume, takeover, share, hand-back); the job id carries it.
+	// Resumes is the task's job sequence number: it counts the jobs issued
+	// after the first, on a resume after input, a takeover from a lost
+	// worker, a job over its principal's share or one handed back (the job
+	// id carries it: internal/queue).
 	Resumes int64
 	// Lost counts the deliveries taken back from lost workers.
 	Lost int64
-	// Receipt is the billing receipt (JSON Receipt) of a settled reservation;
-	// a completed task's result carries it in _meta (proto.MetaReceipt) too.
+	// Receipt is the task's billing receipt (JSON Receipt), written when a
+	// reservation settled; the result of a completed task carries it in
+	// its _meta under proto.MetaReceipt too.
 	Receipt json.RawMessage
 	// Version counts the state changes published on the task's events
-	// channel (Event.Version): a listener skips events it showed already.
+	// channel (field 'version'; Event.Version), so a listener can tell an
+	// event it already showed from a newer one.
 	Version int64
 	// tl is the field 'tl' as stored: Timeline decodes it when asked,
 	// so a tasks/get, which never shows it, does not pay for it.
 	tl string
-	// StartedAt is when a delivery first claimed the task; zero if never.
+	// StartedAt is when a delivery first claimed the task (field
+	// 'startedAt'); zero while it never ran.
 	StartedAt time.Time
-	// Cost is a priced call's reservation, charge and release; nil if free.
+	// Cost is the priced call's reservation and, once it settled, what was
+	// charged and released (field 'cost'); nil for a free task.
 	Cost *billing.Cost
 }
 

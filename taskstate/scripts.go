@@ -18,7 +18,6 @@ type script struct {
 	name string        // the file's name, scripts/<name>.lua
 	body string        // the file's text
 	eval *redis.Script // shared + body, run with EVALSHA
-	ext  bool          // another package's (NewScript)
 }
 
 // scripts are all the scripts loadScript built, the library's functions.
@@ -46,22 +45,6 @@ func loadScript(name string) *script {
 	scripts = append(scripts, sc)
 	return sc
 }
-
-// Script is another package's Lua script that a Store runs in its own
-// library (Run); it may call claim_job (scripts/claimjob.lua). Make it a
-// package variable: the library is built when a Store first runs one.
-type Script struct{ sc *script }
-
-// NewScript builds the script named name (unique) from its Lua body.
-func NewScript(name, body string) *Script {
-	sc := &script{name: name, body: body, ext: true,
-		eval: redis.NewScript("local KEYS, ARGV = KEYS, ARGV\n" + sharedLua() + "local function claim_body()\n" + claimScript.body + "\nend\n" + claimJobLua + body)}
-	scripts = append(scripts, sc)
-	return &Script{sc}
-}
-
-// claimJobLua defines claim_job (scripts/claimjob.lua), after claim_body.
-var claimJobLua = "local function claim_job(owner, id, seq, i)\n" + readScript("claimjob") + "\nend\n"
 
 // EventResultMax is the largest result (JSON bytes) a completed task's
 // event carries (scripts/finish.lua) for a waiting call to answer with;

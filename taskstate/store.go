@@ -24,7 +24,8 @@ type Options struct {
 	ExpiryGrace time.Duration
 	// LostAfter is how long a running task may go without a worker
 	// heartbeat before its delivery counts as lost: Get says so and the
-	// takeover scan runs it again (default 10s).
+	// takeover scan runs it again (default 10s; workers heartbeat every
+	// few seconds).
 	LostAfter time.Duration
 	// CancelGrace is how long a worker holding a task gets to end it after
 	// its cancel was acknowledged, before the takeover scan ends it
@@ -37,9 +38,11 @@ type Options struct {
 	WaitReplicas int
 	// WaitTimeout bounds that wait (default 1s).
 	WaitTimeout time.Duration
-	// Settled, when set, hears each reservation a terminal transition of
-	// this store settled (settled.go), on the caller's goroutine once the
-	// script returned: keep it fast (metrics counters). Default nil.
+	// Settled, when set, is called with each reservation a terminal
+	// transition run through this store settled (finish, cancel, claim,
+	// takeover, reap;
+	// settled.go), after the script returned, on the caller's goroutine.
+	// It must be fast: metrics counters. Default nil.
 	Settled func(billing.Settlement)
 	// Series, when set, is told what the store's transitions end and
 	// settle (a cancel that ends a task no worker held; each settlement),
@@ -47,9 +50,10 @@ type Options struct {
 	// nil: not counted.
 	Series *series.Recorder
 	// Worker, when set, is the id of the worker this store claims tasks
-	// for: Claim records it in the task and its timeline, and the takeover
-	// scan keeps a task whose worker's lease is live (catalog.Catalog.Lease).
-	// Default "": claims name no worker (a front end's store).
+	// for: Claim records it in the task and in the attempt's timeline entry
+	// (package timeline), its lease in the catalog says it lives, and the takeover scan keeps
+	// a task whose worker's lease is live (catalog.Catalog.Lease). Default "": claims
+	// name no worker (a front end's store).
 	Worker string
 	// NoFunctions: EVALSHA even where Redis has functions (functions.go).
 	// Default false: a Redis 7 or later runs them as a function library.

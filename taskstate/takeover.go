@@ -37,9 +37,9 @@ type TakeoverStats struct {
 // once it has lost more than maxLost deliveries. A delivery is lost only
 // when its worker's lease (catalog.Catalog.Lease) is LostAfter old too: a live worker
 // keeps its tasks whatever their heartbeats say. Callers pass takeLost =
-// false while they cannot tell a lost worker from their own outage (every
-// lease is old after one). Several scans may run at once: each change
-// happens once.
+// false while they cannot tell a lost worker from their own outage (after
+// one, every lease is old until live workers renew theirs).
+// Several scans may run at once: each change happens once.
 func (s *Store) TakeOver(ctx context.Context, maxLost int, takeLost bool) ([]TakenBack, TakeoverStats, error) {
 	sc := &takeoverScan{s: s, nowMs: s.now().UnixMilli(), maxLost: maxLost, lost: "0"}
 	if takeLost {

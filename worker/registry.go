@@ -100,7 +100,6 @@ func (w *Worker) RemoveTool(name string) bool {
 	defer w.mu.Unlock()
 	_, ok := w.entries[key]
 	delete(w.entries, key)
-	w.servedOn = nil
 	return ok
 }
 
@@ -170,7 +169,6 @@ func (w *Worker) add(ctx context.Context, e *entry, list string) error {
 	}
 	w.place(e)
 	w.entries[e.def.Key()] = e
-	w.servedOn = nil
 	running := w.running && w.serves(e)
 	w.mu.Unlock()
 	if !running {
@@ -203,35 +201,6 @@ func (w *Worker) place(e *entry) {
 // serves reports whether this worker serves e's queue.
 func (w *Worker) serves(e *entry) bool {
 	return len(w.cfg.Queues) == 0 || w.cfg.Queues[e.queue] > 0
-}
-
-// claimArgs are the arguments of the claim a dequeue of queue q makes
-// (queue.ServeConfig.Claim): the store's, then the catalog keys this
-// worker serves on q; nil under a share (ClaimBeside counts it) or when it
-// serves none there.
-func (w *Worker) claimArgs(q string) []any {
-	if w.share(q).Max > 0 {
-		return nil
-	}
-	w.mu.Lock()
-	tools, ok := w.servedOn[q]
-	if !ok {
-		tools = ","
-		for key, e := range w.entries {
-			if e.queue == q && w.serves(e) {
-				tools += key + ","
-			}
-		}
-		if w.servedOn == nil {
-			w.servedOn = map[string]string{}
-		}
-		w.servedOn[q] = tools
-	}
-	w.mu.Unlock()
-	if tools == "," {
-		return nil
-	}
-	return append(w.store.ClaimArgs(q), tools)
 }
 
 // entry returns the entry with the catalog key that this worker serves, or nil.

@@ -167,12 +167,9 @@ type Worker struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry // by catalog.Entry.Key
-	// servedOn caches, by queue, the keys of the entries served there
-	// (claimArgs); nil after entries change.
-	servedOn map[string]string
-	running  bool
-	queues   map[string]int // what Run serves: queue → slots (groups)
-	started  time.Time      // when New made the worker (catalog.WorkerInfo)
+	running bool
+	queues  map[string]int // what Run serves: queue → slots (groups)
+	started time.Time      // when New made the worker (catalog.WorkerInfo)
 	// jobs holds the check-now function (watch) of each running delivery, by task id
 	// and attempt (a stale delivery of a task may still run beside a newer
 	// one), for the worker-wide stops subscription.
@@ -470,22 +467,7 @@ func (w *Worker) serveConfig(hub *events.Hub, named map[string]int) queue.ServeC
 		Holding: w.metrics.holding.Add, Woken: w.metrics.woken.Inc,
 		// A principal at its hard cap is passed over at dequeue: it waits without polling.
 		Caps:   w.cfg.MaxRunningPerPrincipal,
-		Shards: w.cfg.QueueShards, Claim: w.claimArgs, ClaimStore: w.store}
-}
-
-// unclaim gives up the claim j's dequeue made, if it made one, so the
-// task can be handed back.
-func (w *Worker) unclaim(ctx context.Context, j queue.Job) {
-	if j.Claimed == nil {
-		return
-	}
-	c, err := w.store.ClaimReply(j.Ref, j.Claimed)
-	if err != nil {
-		return // nothing claimed
-	}
-	if err := w.store.Release(ctx, j.Ref, c.Attempt); err != nil && !taskstate.NotOwned(err) {
-		w.log.Warn("claim not given up for the hand-back; the takeover scan runs the task", "task", j.Ref.ID, "err", err)
-	}
+		Shards: w.cfg.QueueShards}
 }
 
 // publish writes the definitions of the entries this worker serves and
@@ -551,7 +533,6 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 	var e *entry
 	if j.Tool != "" {
 		if e = w.entry(j.Tool); e == nil {
-			w.unclaim(ctx, j)         // removed since the dequeue claimed it
 			return w.handBack(ctx, j) // for a worker that serves it (handback.go)
 		}
 	}
@@ -559,14 +540,7 @@ func (w *Worker) runJob(ctx context.Context, span trace.Span, j queue.Job) error
 	share := w.share(j.Queue)
 	// A second delivery of a job whose run goes on here (asynq's lease of
 	// the first ran out, say in a Redis outage) claims nothing: ErrHeld.
-	// Most jobs come claimed by their dequeue (Job.Claimed, claimArgs).
-	var claim *taskstate.Claim
-	var err error
-	if j.Claimed != nil {
-		claim, err = w.store.ClaimReply(ref, j.Claimed)
-	} else {
-		claim, err = w.store.ClaimBeside(ctx, ref, j.Seq, share, w.runningHere(ref.ID))
-	}
+	claim, err := w.store.ClaimBeside(ctx, ref, j.Seq, share, w.runningHere(ref.ID))
 	var busy *taskstate.BusyError
 	switch {
 	case err == nil:

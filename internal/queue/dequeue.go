@@ -75,11 +75,9 @@ func pollTiming(interval time.Duration) (hold, asynqInterval time.Duration) {
 // queues, and the sweep its processor is in.
 type waiter struct {
 	hold time.Duration
-	// index numbers the server's asynq queues (names, by index); caps
-	// holds, by index, the most jobs of one principal that run on each at
-	// once (0: no cap).
+	// index numbers the server's asynq queues; caps holds, by index, the
+	// most jobs of one principal that run on each at once (0: no cap).
 	index map[string]int
-	names []string
 	caps  []int
 	// onHold counts servers waiting for a wake-up, delivered the jobs a
 	// wake-up delivered (metrics).
@@ -107,7 +105,7 @@ type dequeueCall struct {
 }
 
 func newWaiter(hold time.Duration, queues []string, caps []int, onHold func(float64), delivered func()) *waiter {
-	wt := &waiter{hold: hold, index: make(map[string]int, len(queues)), names: queues, caps: caps, onHold: onHold, delivered: delivered,
+	wt := &waiter{hold: hold, index: make(map[string]int, len(queues)), caps: caps, onHold: onHold, delivered: delivered,
 		woken: make([]bool, len(queues)), signal: make(chan struct{}, 1), stop: make(chan struct{}),
 		empty: make([]bool, len(queues)), calls: make([]dequeueCall, len(queues))}
 	for i, q := range queues {
@@ -177,7 +175,6 @@ type wakeClient struct {
 	redis.UniversalClient
 	w     *waiter
 	ahead *doneAhead
-	take  *taker // nil: dequeues claim nothing (take.go)
 }
 
 // EvalSha runs a script call, holding a dequeue call that ends an empty
@@ -204,16 +201,9 @@ func (c *wakeClient) Eval(ctx context.Context, src string, keys []string, args .
 
 // fair runs fair_dequeue.lua for queue i with the keys and arguments of
 // asynq's dequeue call, sending its source after a NOSCRIPT (the first
-// call after a start or a Redis restart, a SCRIPT FLUSH); take.lua, which
-// claims too, for a woken hold's (claim) where the queue's dequeues claim
-// (take.go).
-func (c *wakeClient) fair(ctx context.Context, i int, keys []string, args []any, claim bool) *redis.Cmd {
+// call after a start or a Redis restart, a SCRIPT FLUSH).
+func (c *wakeClient) fair(ctx context.Context, i int, keys []string, args []any) *redis.Cmd {
 	argv := fairDequeueArgs(args, time.Now(), c.w.caps[i])
-	if claim && c.take != nil {
-		if extra := c.take.args(c.w.names[i]); extra != nil {
-			return c.take.run(ctx, keys, argv, extra)
-		}
-	}
 	cmd := c.UniversalClient.EvalSha(ctx, fairDequeue.Hash(), keys, argv...)
 	if isNoScript(cmd.Err()) {
 		cmd = c.UniversalClient.Eval(ctx, fairDequeueSrc, keys, argv...)
@@ -235,7 +225,7 @@ func (c *wakeClient) dequeue(ctx context.Context, keys []string, args []any, sen
 		return send()
 	}
 	stopped := wt.sent(i)
-	cmd := c.fair(ctx, i, keys, args, false)
+	cmd := c.fair(ctx, i, keys, args)
 	if cmd.Err() == redis.Nil && stopped {
 		cmd.SetErr(errReleased)
 	}
@@ -279,7 +269,7 @@ func (c *wakeClient) hold(ctx context.Context) (res any, err error) {
 		for i := wt.next(); i >= 0; i = wt.next() {
 			call := wt.calls[i]
 			args := []any{time.Now().Add(asynqLease).Unix(), call.args[1]} // the lease from now
-			if cmd := c.fair(ctx, i, call.keys, args, true); cmd.Err() == nil {
+			if cmd := c.fair(ctx, i, call.keys, args); cmd.Err() == nil {
 				wt.delivered()
 				return cmd.Val(), nil
 			}

@@ -41,10 +41,6 @@ type Job struct {
 	// trip of the task's outcome (taskstate.Outcome.Beside; done.go); nil
 	// on a Redis Cluster.
 	Done taskstate.Job
-	// Claimed, on a delivery, is the reply of the claim of the task that
-	// the job's dequeue made (take.go; taskstate.Store.ClaimReply reads
-	// it); nil when the handler is to claim it.
-	Claimed any
 }
 
 // Payload is the asynq payload of j's job: the JSON of the task's Ref and

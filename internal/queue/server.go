@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/mcpq/mcpq/taskstate"
 	"github.com/mcpq/mcpq/taskstate/events"
 )
 
@@ -62,15 +61,6 @@ type ServeConfig struct {
 	ShutdownTimeout time.Duration
 	// Logger receives asynq's warnings and the jobs dropped as undecodable.
 	Logger *slog.Logger
-	// Claim, when set, has the dequeue a wake-up sends from a hold (an idle
-	// server's) claim the task of the job it takes, in the same script
-	// (take.go): it returns the claim's arguments for a
-	// job of mcpq queue q (taskstate.Store.ClaimArgs) and then the tools
-	// the worker serves on q as one string, ",key1,key2,", or nil to leave
-	// q's claims to the handler (Job.Claimed). ClaimStore runs those
-	// dequeues. Unused on a Redis Cluster.
-	Claim      func(q string) []any
-	ClaimStore *taskstate.Store
 	// Holding hears +1 when a server starts holding a dequeue for a
 	// wake-up (its queues are empty) and -1 when it stops; Woken hears of
 	// each job a wake-up delivered. Either may be nil.
@@ -103,10 +93,8 @@ type Handler func(ctx context.Context, j Job) error
 type Servers struct {
 	srvs    []*asynq.Server
 	waiters []*waiter
-	// ahead holds the jobs done beside their outcome (done.go), take the
-	// claims dequeues made (take.go; nil when they claim nothing).
+	// ahead holds the jobs done beside their outcome (done.go).
 	ahead *doneAhead
-	take  *taker
 	// served are the asynq queues served, by the mcpq queue they shard.
 	served map[string]string
 	// stopWakes ends the wake-up subscriptions.
@@ -132,16 +120,11 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	}
 	s := &Servers{served: map[string]string{}, ahead: &doneAhead{}}
 	ahead := s.ahead
-	var take *taker
 	if _, cluster := cfg.Redis.(*redis.ClusterClient); cluster {
 		ahead = nil // the outcome and the job's done in different slots (done.go)
-	} else if cfg.Claim != nil && cfg.ClaimStore != nil {
-		// s.served is complete before any server starts.
-		take = &taker{args: func(aq string) []any { return cfg.Claim(s.served[aq]) }, store: cfg.ClaimStore}
 	}
-	s.take = take
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(Type, func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h, ahead, take) })
+	mux.HandleFunc(Type, func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h, ahead) })
 	for _, g := range cfg.Groups {
 		qs := make(map[string]int, len(g.Queues))
 		var names []string
@@ -159,7 +142,7 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 		}
 		wt := newWaiter(hold, names, caps, holding, woken)
 		s.waiters = append(s.waiters, wt)
-		s.srvs = append(s.srvs, asynq.NewServerFromRedisClient(&wakeClient{UniversalClient: cfg.Redis, w: wt, ahead: s.ahead, take: take}, asynq.Config{
+		s.srvs = append(s.srvs, asynq.NewServerFromRedisClient(&wakeClient{UniversalClient: cfg.Redis, w: wt, ahead: s.ahead}, asynq.Config{
 			Concurrency:              g.Concurrency,
 			DelayedTaskCheckInterval: cfg.DelayedCheck,
 			Queues:                   qs,
@@ -240,32 +223,27 @@ func (s *Servers) watchShards(done context.Context, cfg ServeConfig) {
 }
 
 // deliver decodes one delivery and hands it to h, with its done call
-// (Job.Done) unless ahead is nil and the claim its dequeue made (Job.Claimed),
-// if any. A payload or job id no enqueue of this package makes is dropped
-// (logged, not retried).
-func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler, ahead *doneAhead, take *taker) error {
-	id, _ := asynq.GetTaskID(ctx)
-	q, _ := asynq.GetQueueName(ctx)
-	var claim any
-	if take != nil {
-		claim = take.took("asynq:{" + q + "}:t:" + id)
-	}
+// (Job.Done) unless ahead is nil. A payload or job id no enqueue of this
+// package makes is dropped (logged, not retried).
+func deliver(ctx context.Context, cfg ServeConfig, t *asynq.Task, h Handler, ahead *doneAhead) error {
 	m, err := decode(t.Payload())
 	if err != nil {
 		cfg.Logger.Error("undecodable job payload dropped", "err", err)
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
+	id, _ := asynq.GetTaskID(ctx)
 	seq, ok := Seq(m.Ref, id)
 	if !ok {
 		cfg.Logger.Error("job id names no job of its task: dropped", "task", m.Ref.ID, "job", id)
 		return fmt.Errorf("%w: job id %q", asynq.SkipRetry, id)
 	}
+	q, _ := asynq.GetQueueName(ctx)
 	name, _ := cfg.Keys.QueueName(q)
 	name = unshard(name) // a shard's job is its queue's
 	if m.TP != "" {
 		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": m.TP})
 	}
-	j := Job{Ref: m.Ref, Tool: m.Tool, Seq: seq, Queue: name, Claimed: claim}
+	j := Job{Ref: m.Ref, Tool: m.Tool, Seq: seq, Queue: name}
 	if ahead == nil {
 		return h(ctx, j)
 	}

@@ -8,9 +8,7 @@
 -- on it at once (0: no share; KEYS[7] is then left alone)   ARGV[7] the queue's name
 -- ARGV[8] the claiming worker's id ('' for none; recorded as 'worker', lease.go,
 -- and in the timeline's attempt entry, timeline.lua)
--- ARGV[9] the attempts of the task that run in the claiming worker, as ',1,2,',
--- or '*' when it does not know (claim_job: a claim in the dequeue's script, claimjob.lua):
--- then any attempt that runs holds the task (HELD), and Claim decides
+-- ARGV[9] the attempts of the task that run in the claiming worker, as ',1,2,'
 -- A task that ends here has its record rebuilt compact (prelude end_task(), compact():
 -- long values move to its companion KEYS[1]..':x', Keys.TaskExtra).
 -- Returns {OK, attempt, field1, value1, ...}: a new attempt number (older
@@ -51,7 +49,7 @@ if f[2] == '1' then
   return {CANCELLED, receipt, tool}
 end
 if status ~= 'working' then return {ILLEGAL} end
-if f[10] and f[10] ~= '0' and (ARGV[9] == '*' or f[11] and (f[11] ~= ARGV[8] or string.find(ARGV[9], ',' .. f[10] .. ',', 1, true))) then
+if f[10] and f[10] ~= '0' and f[11] and (f[11] ~= ARGV[8] or string.find(ARGV[9], ',' .. f[10] .. ',', 1, true)) then
   return {HELD}
 end
 local share = tonumber(ARGV[6])

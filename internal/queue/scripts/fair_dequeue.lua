@@ -9,8 +9,7 @@
 -- ARGV[1] the lease's expiry (unix s)   ARGV[2] the queue's task key prefix
 -- ARGV[3] now (unix s)   ARGV[4] the most jobs of one principal that may
 -- run on the queue at once (0: no cap); a principal at it is passed over
--- Returns the job's encoded task message, or nil (nothing to run); as a
--- function of take.lua also the job's id.
+-- Returns the job's encoded task message, or nil (nothing to run).
 if redis.call('EXISTS', KEYS[2]) == 1 then return nil end
 local base = string.sub(KEYS[1], 1, -8) -- "asynq:{<queue>}:"
 local waiters = base .. 'mcpq:waiters'
@@ -143,4 +142,4 @@ if queued then
     if owner then redis.call('HSET', key, 'mcpq_o', owner) end
   end
 end
-return msg, id -- id for take.lua; a script's reply is its first value
+return msg
