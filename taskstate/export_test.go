@@ -48,4 +48,4 @@ func (s *Store) ScriptPath() string {
 }
 
 // LibraryName is the name of the scripts' function library.
-func LibraryName() string { name, _ := library(); return name }
+func LibraryName() string { return libraryName() }

@@ -44,28 +44,34 @@ import (
 
 // libraryText builds the library: its name and FUNCTION LOAD source.
 func libraryText(all []*script) (name, src string) {
-	shared := sharedLua()
-	h := sha1.New()
-	h.Write([]byte(shared))
-	for _, sc := range all {
-		h.Write([]byte("\x00" + sc.name + "\x00" + sc.body))
-	}
-	name = "mcpq_" + hex.EncodeToString(h.Sum(nil))[:12]
+	name = libraryHash(all)
 	var b strings.Builder
 	b.WriteString("#!lua name=" + name + "\n")
 	// KEYS and ARGV, set by each function on entry, are upvalues of the
 	// prelude's helpers and of the bodies.
 	b.WriteString("local KEYS, ARGV\n")
-	b.WriteString(shared)
+	b.WriteString(sharedLua())
 	for _, sc := range all {
 		fmt.Fprintf(&b, "redis.register_function('%s_%s', function(keys, args)\nKEYS, ARGV = keys, args\n%s\nend)\n", name, sc.name, sc.body)
 	}
 	return name, b.String()
 }
 
-// library is the library of all scripts, built on first use (after every
-// loadScript of the package's variables).
-var library = sync.OnceValues(func() (string, string) { return libraryText(scripts) })
+// libraryHash is the library's name, mcpq_ and a hash of its source.
+func libraryHash(all []*script) string {
+	h := sha1.New()
+	h.Write([]byte(sharedLua()))
+	for _, sc := range all {
+		h.Write([]byte("\x00" + sc.name + "\x00" + sc.body))
+	}
+	return "mcpq_" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// libraryName is the library's name, computed on first use (after every
+// loadScript of the package's variables). Its source is built only for a
+// FUNCTION LOAD, which is rare (a Store's first call, a Redis that lost
+// the library), and not kept.
+var libraryName = sync.OnceValue(func() string { return libraryHash(scripts) })
 
 // Which way a Store runs its scripts (functions.mode).
 const (
@@ -111,7 +117,7 @@ func (f *functions) use(ctx context.Context, rdb redis.UniversalClient) bool {
 func (f *functions) load(ctx context.Context, rdb redis.UniversalClient) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, src := library()
+	_, src := libraryText(scripts)
 	one := func(ctx context.Context, c redis.Cmdable) error {
 		err := c.FunctionLoad(ctx, src).Err()
 		if err != nil && strings.Contains(err.Error(), "already exists") {
@@ -145,21 +151,15 @@ func isMissing(err error) bool {
 	return err != nil && (redis.HasErrorPrefix(err, "NOSCRIPT") || strings.Contains(err.Error(), "Function not found"))
 }
 
-// fname is sc's function name in the library.
-func (sc *script) fname() string {
-	name, _ := library()
-	return name + "_" + sc.name
-}
-
 // run runs sc: FCALL where Redis has functions (loading the library again
 // once if it is gone), else EVALSHA (then EVAL after a NOSCRIPT).
 func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) *redis.Cmd {
 	if !s.fns.use(ctx, s.rdb) {
-		return sc.eval.Run(ctx, s.rdb, keys, args...)
+		return sc.eval().Run(ctx, s.rdb, keys, args...)
 	}
-	cmd := s.rdb.FCall(ctx, sc.fname(), keys, args...)
+	cmd := s.rdb.FCall(ctx, sc.fn(), keys, args...)
 	if isMissing(cmd.Err()) && s.fns.load(ctx, s.rdb) == nil {
-		cmd = s.rdb.FCall(ctx, sc.fname(), keys, args...)
+		cmd = s.rdb.FCall(ctx, sc.fn(), keys, args...)
 	}
 	return cmd
 }
@@ -168,9 +168,9 @@ func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any)
 // retry: the caller, seeing isMissing, runs it again with resend.
 func (s *Store) send(ctx context.Context, pipe redis.Pipeliner, sc *script, keys []string, args ...any) *redis.Cmd {
 	if s.fns.use(ctx, s.rdb) {
-		return pipe.FCall(ctx, sc.fname(), keys, args...)
+		return pipe.FCall(ctx, sc.fn(), keys, args...)
 	}
-	return sc.eval.EvalSha(ctx, pipe, keys, args...)
+	return sc.eval().EvalSha(ctx, pipe, keys, args...)
 }
 
 // recover queues sc on pipe after a call found it missing: the library
@@ -182,7 +182,7 @@ func (s *Store) resend(ctx context.Context, pipe redis.Pipeliner, sc *script, ke
 			cmd.SetErr(err)
 			return cmd
 		}
-		return pipe.FCall(ctx, sc.fname(), keys, args...)
+		return pipe.FCall(ctx, sc.fn(), keys, args...)
 	}
-	return sc.eval.Eval(ctx, pipe, keys, args...)
+	return sc.eval().Eval(ctx, pipe, keys, args...)
 }

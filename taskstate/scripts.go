@@ -3,6 +3,7 @@ package taskstate
 import (
 	"embed"
 	"strconv"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,11 +14,15 @@ var scriptFS embed.FS
 // script is one transition script in its two forms: the EVAL source
 // (generated tables, prelude, timeline helper and body in one text) for a
 // Redis without functions, and the body alone, a function of the library
-// (functions.go) where Redis has them.
+// (functions.go) where Redis has them. The EVAL source is built on a
+// Store's first EVALSHA of the script, not at init: a process on Redis
+// functions never holds fifteen copies of the prelude, a live heap the
+// collector would otherwise trace on every cycle (docs/benchmarks.md).
 type script struct {
-	name string        // the file's name, scripts/<name>.lua
-	body string        // the file's text
-	eval *redis.Script // shared + body, run with EVALSHA
+	name string               // the file's name, scripts/<name>.lua
+	body string               // the file's text
+	eval func() *redis.Script // shared + body, run with EVALSHA
+	fn   func() string        // the library's function, mcpq_<hash>_<name>
 }
 
 // scripts are all the scripts loadScript built, the library's functions.
@@ -34,14 +39,16 @@ func readScript(name string) string {
 
 // sharedLua is what every script starts with: the generated transition
 // table and return codes, the limits, the prelude and the timeline helper.
-func sharedLua() string {
+var sharedLua = sync.OnceValue(func() string {
 	return luaTransitions() + luaCodes() + luaLimits + readScript("prelude") + readScript("timeline")
-}
+})
 
 // loadScript builds the named script and records it for the library.
 func loadScript(name string) *script {
 	body := readScript(name)
-	sc := &script{name: name, body: body, eval: redis.NewScript(sharedLua() + body)}
+	sc := &script{name: name, body: body}
+	sc.eval = sync.OnceValue(func() *redis.Script { return redis.NewScript(sharedLua() + body) })
+	sc.fn = sync.OnceValue(func() string { return libraryName() + "_" + name })
 	scripts = append(scripts, sc)
 	return sc
 }
