@@ -42,6 +42,7 @@ func connect(rawURL string, ctxTimeouts bool) (redis.UniversalClient, error) {
 		}
 		opts.ContextTimeoutEnabled = ctxTimeouts || opts.ContextTimeoutEnabled
 		opts.Dialer = unpeekedDialer(opts.DialTimeout, opts.TLSConfig)
+		opts.PipelinePoolSize = pipelinePool(opts.PipelinePoolSize, opts.PipelineReadBufferSize, opts.PipelineWriteBufferSize)
 		return redis.NewClient(opts), nil
 	case "redis+cluster", "rediss+cluster":
 		opts, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
@@ -58,9 +59,28 @@ func connect(rawURL string, ctxTimeouts bool) (redis.UniversalClient, error) {
 		}
 		opts.ContextTimeoutEnabled = ctxTimeouts || opts.ContextTimeoutEnabled
 		opts.Dialer = unpeekedDialer(opts.DialTimeout, opts.TLSConfig)
+		opts.PipelinePoolSize = pipelinePool(opts.PipelinePoolSize, opts.PipelineReadBufferSize, opts.PipelineWriteBufferSize)
 		return redis.NewFailoverClient(opts), nil
 	}
 	return nil, fmt.Errorf("redis URL %q: unknown scheme %q (want redis, rediss, unix, redis+cluster or redis+sentinel)", redact(rawURL), scheme)
+}
+
+// pipelinePool is the PipelinePoolSize mcpq gives go-redis: -1, pipelines
+// on the main pool, unless the URL sizes the pipeline pool or its buffers
+// (pipeline_pool_size, pipeline_read_buffer_size,
+// pipeline_write_buffer_size). go-redis otherwise keeps a second pool for
+// pipelines whose connections each hold 128 KiB read and write buffers
+// (256 KiB of heap a connection, against 64 KiB on the main pool) and adds
+// connections to Redis; mcpq's pipelines are a few commands of a few
+// hundred bytes (a create's script and enqueue), which the main pool's
+// 32 KiB buffers carry whole. Less heap is fewer collections for the same
+// work (docs/benchmarks.md). A cluster client has no pipeline pool unless
+// its buffers are set, so it is left as it is.
+func pipelinePool(size, readBuf, writeBuf int) int {
+	if size != 0 || readBuf != 0 || writeBuf != 0 {
+		return size
+	}
+	return -1
 }
 
 // multiAddr is the authority of a cluster or sentinel URL split up.

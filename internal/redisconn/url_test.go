@@ -21,6 +21,25 @@ func TestConnectURLForms(t *testing.T) {
 			t.Fatalf("options %+v", o)
 		}
 	})
+	t.Run("pipelines", func(t *testing.T) {
+		// Pipelines run on the main pool (url.go, pipelinePool) unless
+		// the URL sizes the pipeline pool or its buffers.
+		for url, want := range map[string]int{
+			"redis://127.0.0.1:7000/0":                                   -1,
+			"redis://127.0.0.1:7000/0?pipeline_pool_size=4":              4,
+			"redis://127.0.0.1:7000/0?pipeline_read_buffer_size=65536":   0,
+			"redis://127.0.0.1:7000/0?pipeline_write_buffer_size=131072": 0,
+		} {
+			c, err := redisconn.Connect(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.(*redis.Client).Options().PipelinePoolSize; got != want {
+				t.Errorf("%s: PipelinePoolSize %d, want %d", url, got, want)
+			}
+			c.Close()
+		}
+	})
 	t.Run("cluster", func(t *testing.T) {
 		c, err := redisconn.Connect("redis+cluster://u:pw@127.0.0.1:7000,127.0.0.1:7001,h3:7002/?dial_timeout=3s")
 		if err != nil {
