@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,36 +43,34 @@ import (
 // then on. None of the scripts is read-only, so none has the no-writes
 // flag.
 
-// libraryText builds the library: its name and FUNCTION LOAD source.
-func libraryText(all []*script) (name, src string) {
-	name = libraryHash(all)
+// librarySource is the library's FUNCTION LOAD source.
+func librarySource() string {
+	name := libraryName()
 	var b strings.Builder
 	b.WriteString("#!lua name=" + name + "\n")
 	// KEYS and ARGV, set by each function on entry, are upvalues of the
 	// prelude's helpers and of the bodies.
 	b.WriteString("local KEYS, ARGV\n")
 	b.WriteString(sharedLua())
-	for _, sc := range all {
+	for _, sc := range scripts {
 		fmt.Fprintf(&b, "redis.register_function('%s_%s', function(keys, args)\nKEYS, ARGV = keys, args\n%s\nend)\n", name, sc.name, sc.body)
 	}
-	return name, b.String()
+	return b.String()
 }
 
-// libraryHash is the library's name, mcpq_ and a hash of its source.
-func libraryHash(all []*script) string {
+// libraryName is the library's name, mcpq_ and a hash of its source,
+// computed on first use (after every loadScript of the package's
+// variables). The source itself is built only for a FUNCTION LOAD, which
+// is rare (a Store's first call, a Redis that lost the library), and not
+// kept.
+var libraryName = sync.OnceValue(func() string {
 	h := sha1.New()
-	h.Write([]byte(sharedLua()))
-	for _, sc := range all {
-		h.Write([]byte("\x00" + sc.name + "\x00" + sc.body))
+	io.WriteString(h, sharedLua())
+	for _, sc := range scripts {
+		io.WriteString(h, "\x00"+sc.name+"\x00"+sc.body)
 	}
 	return "mcpq_" + hex.EncodeToString(h.Sum(nil))[:12]
-}
-
-// libraryName is the library's name, computed on first use (after every
-// loadScript of the package's variables). Its source is built only for a
-// FUNCTION LOAD, which is rare (a Store's first call, a Redis that lost
-// the library), and not kept.
-var libraryName = sync.OnceValue(func() string { return libraryHash(scripts) })
+})
 
 // Which way a Store runs its scripts (functions.mode).
 const (
@@ -117,7 +116,7 @@ func (f *functions) use(ctx context.Context, rdb redis.UniversalClient) bool {
 func (f *functions) load(ctx context.Context, rdb redis.UniversalClient) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, src := libraryText(scripts)
+	src := librarySource()
 	one := func(ctx context.Context, c redis.Cmdable) error {
 		err := c.FunctionLoad(ctx, src).Err()
 		if err != nil && strings.Contains(err.Error(), "already exists") {
