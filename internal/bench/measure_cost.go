@@ -570,10 +570,10 @@ func (s *suite) costWorker(ctx context.Context) error {
 	n := s.cfg.CostJobs
 	mcpqPreload := func() error { _, err := s.createTasks(ctx, n, 64, true); return err }
 	asynqPreload := func() error { return s.preloadAsynq(ctx, n) }
-	var rawCPU, mqCPU []float64
+	var rawCPU, mqCPU, ceilCPU, rawAllocs, ceilAllocs, mqAllocs []float64
 	for _, c := range []int{1, 16} {
 		var ceil, mq []float64
-		var mqRow *Row
+		var mqRow, ceRow *Row
 		for r := range s.cfg.Rounds {
 			if c == 16 {
 				raw, err := s.drain(ctx, RoleAsynqWorker, c, n, asynqPreload)
@@ -581,6 +581,7 @@ func (s *suite) costWorker(ctx context.Context) error {
 					return fmt.Errorf("raw asynq: %w", err)
 				}
 				rawCPU = append(rawCPU, raw.CPU.ServerUsPerOp)
+				rawAllocs = append(rawAllocs, raw.allocs)
 				s.roundDone(r, &Row{Figure: "raw asynq worker CPU per job", Value: raw.CPU.ServerUsPerOp, Unit: "µs"})
 			}
 			ce, err := s.drain(ctx, RoleAsynqWorker, c, n, asynqPreload, "-scripts", "2")
@@ -588,6 +589,11 @@ func (s *suite) costWorker(ctx context.Context) error {
 				return fmt.Errorf("asynq + 2 scripts c=%d: %w", c, err)
 			}
 			ceil = append(ceil, ce.Value)
+			ceRow = ce
+			if c == 16 {
+				ceilCPU = append(ceilCPU, ce.CPU.ServerUsPerOp)
+				ceilAllocs = append(ceilAllocs, ce.allocs)
+			}
 			s.roundDone(r, &Row{Figure: fmt.Sprintf("asynq + 2 scripts c=%d", c), Value: ce.Value, Unit: "jobs/s"})
 			m, err := s.drain(ctx, RoleWorker, c, n, mcpqPreload)
 			if err != nil {
@@ -597,16 +603,20 @@ func (s *suite) costWorker(ctx context.Context) error {
 			mqRow = m
 			if c == 16 {
 				mqCPU = append(mqCPU, m.CPU.ServerUsPerOp)
+				mqAllocs = append(mqAllocs, m.allocs)
 			}
 			s.roundDone(r, &Row{Figure: fmt.Sprintf("mcpq worker c=%d", c), Value: m.Value, Unit: "jobs/s"})
 		}
 		row := &Row{Group: GroupCost, Figure: fmt.Sprintf("worker throughput, no-op jobs c=%d", c), Unit: "jobs/s"}
 		row.compare("asynq + 2 claim-weight scripts per job", mq, ceil, &Target{"ratio>=", 0.85},
-			fmt.Sprintf("%d jobs per drain; last mcpq drain: %s", n, mqRow.detail), "")
+			fmt.Sprintf("%d jobs per drain; last mcpq drain: %s; last ceiling drain: %s", n, mqRow.detail, ceRow.detail), "")
 		s.rep.add(row)
 	}
 	row := &Row{Group: GroupCost, Figure: "worker CPU per no-op job", Unit: "µs"}
-	row.compare("raw asynq worker", mqCPU, rawCPU, &Target{"ratio<=", 2}, fmt.Sprintf("getrusage over %d-job drains at c=16", n), "")
+	row.compare("raw asynq worker", mqCPU, rawCPU, &Target{"ratio<=", 2},
+		fmt.Sprintf("getrusage over %d-job drains at c=16 (asynq + 2 scripts: %.0f µs); heap allocations per job "+
+			"(runtime.MemStats.Mallocs, medians): mcpq %.0f, raw asynq %.0f, asynq + 2 scripts %.0f",
+			n, median(ceilCPU), median(mqAllocs), median(rawAllocs), median(ceilAllocs)), "")
 	s.rep.add(row)
 	return nil
 }

@@ -12,10 +12,9 @@ import (
 )
 
 // profiles captures pprof CPU and allocation profiles of the front end
-// under create and tasks/get load, and a CPU profile of the worker
-// draining no-op jobs, at the highest concurrency, into Config.Profile.
-// They are taken after the measurements, so profiling never colours the
-// table.
+// under create and tasks/get load and of the worker draining no-op jobs,
+// at the highest concurrency, into Config.Profile. They are taken after
+// the measurements, so profiling never colours the table.
 func (s *suite) profiles(ctx context.Context) error {
 	dir := s.cfg.Profile
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -72,11 +71,20 @@ func (s *suite) profiles(ctx context.Context) error {
 		return err
 	}
 	defer wk.stop()
+	// The allocation profile's window is the CPU profile's (a delta of two
+	// snapshots, which costs the run nothing between them).
+	allocs := filepath.Join(dir, "worker.allocs.pprof")
+	errc := make(chan error, 1)
+	go func() { errc <- fetch(wk, "allocs", secs, allocs) }()
 	file := filepath.Join(dir, "worker.cpu.pprof")
-	if err := fetch(wk, "profile", secs, file); err != nil {
+	err = fetch(wk, "profile", secs, file)
+	if aerr := <-errc; err == nil {
+		err = aerr
+	}
+	if err != nil {
 		return err
 	}
-	s.rep.Profiles = append(s.rep.Profiles, file)
+	s.rep.Profiles = append(s.rep.Profiles, file, allocs)
 	return nil
 }
 

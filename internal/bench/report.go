@@ -64,6 +64,8 @@ type Row struct {
 	// detail is one window's note without its trouble, issue the trouble
 	// (errors, a timeout); combine builds a rounds row's note from them.
 	detail, issue string
+	// allocs is a drain's heap allocations per job in the worker child.
+	allocs float64
 }
 
 // Machine describes where the run happened.
