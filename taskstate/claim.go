@@ -68,39 +68,36 @@ func (s *Store) ClaimBeside(ctx context.Context, ref Ref, seq int64, share Share
 		local += strconv.FormatInt(a, 10) + ","
 	}
 	keys := append(s.liveKeys(ref), s.keys.running(ref.Owner, share.Queue))
-	res, err := s.run(ctx, claimScript, keys, s.nowMs(), s.keys.Events(ref), ref.ID,
-		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue, s.worker, local).Slice()
+	res, err := s.runStrings(ctx, claimScript, keys, s.nowMs(), s.keys.Events(ref), ref.ID,
+		seq, s.lost.Milliseconds(), max(share.Max, 0), share.Queue, s.worker, local)
 	if err != nil {
 		return nil, err
 	}
-	code, _ := res[0].(int64)
+	num := func(i int) int64 {
+		n, _ := strconv.ParseInt(res[i], 10, 64)
+		return n
+	}
+	if len(res) == 0 {
+		return nil, fmt.Errorf("taskstate: claim returned no values")
+	}
+	code := num(0)
 	if code == codeBusy {
 		if len(res) < 3 {
 			return nil, fmt.Errorf("taskstate: claim returned %d values", len(res))
 		}
-		e := &BusyError{}
-		e.Seq, _ = res[1].(int64)
-		e.Running, _ = res[2].(int64)
-		return nil, e
+		return nil, &BusyError{Seq: num(1), Running: num(2)}
 	}
 	if code != codeOK {
-		if code == codeCancelled {
-			s.settledAt(res, 1)
+		if code == codeCancelled && len(res) >= 3 {
+			s.noteSettled(res[2], res[1])
 		}
 		return nil, codeErr(code)
 	}
-	if len(res) < 2 || len(res)%2 != 0 {
+	if len(res)%2 != 0 {
 		return nil, fmt.Errorf("taskstate: claim returned %d values", len(res))
 	}
-	c := &Claim{}
-	c.Attempt, _ = res[1].(int64)
-	fields := make(map[string]string, (len(res)-2)/2)
-	for i := 2; i+1 < len(res); i += 2 {
-		k, _ := res[i].(string)
-		v, _ := res[i+1].(string)
-		fields[k] = v
-	}
-	rec, ok := decodeRecord(ref, fields)
+	c := &Claim{Attempt: num(1)}
+	rec, ok := decodePairs(ref, res[2:])
 	if !ok {
 		return nil, fmt.Errorf("taskstate: claim returned no record")
 	}

@@ -163,6 +163,36 @@ func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any)
 	return cmd
 }
 
+// runStrings is run for a script whose reply is a flat array of strings
+// and integers (claim's record): each element read as a string, not boxed
+// in an interface as a *redis.Cmd's reply is, one allocation an element
+// fewer. A missing script is loaded once and called again, as run does.
+func (s *Store) runStrings(ctx context.Context, sc *script, keys []string, args ...any) ([]string, error) {
+	call := func(verb, name string) *redis.StringSliceCmd {
+		a := make([]any, 0, 3+len(keys)+len(args))
+		a = append(a, verb, name, len(keys))
+		for _, k := range keys {
+			a = append(a, k)
+		}
+		cmd := redis.NewStringSliceCmd(ctx, append(a, args...)...)
+		_ = s.rdb.Process(ctx, cmd)
+		return cmd
+	}
+	if s.fns.use(ctx, s.rdb) {
+		cmd := call("fcall", sc.fn())
+		if isMissing(cmd.Err()) && s.fns.load(ctx, s.rdb) == nil {
+			cmd = call("fcall", sc.fn())
+		}
+		return cmd.Result()
+	}
+	ev := sc.eval()
+	cmd := call("evalsha", ev.Hash())
+	if isMissing(cmd.Err()) && ev.Load(ctx, s.rdb).Err() == nil {
+		cmd = call("evalsha", ev.Hash())
+	}
+	return cmd.Result()
+}
+
 // send queues sc on pipe, FCALL or EVALSHA as run would, without the
 // retry: the caller, seeing isMissing, runs it again with resend.
 func (s *Store) send(ctx context.Context, pipe redis.Pipeliner, sc *script, keys []string, args ...any) *redis.Cmd {

@@ -103,6 +103,31 @@ func TestFunctionFlushRecovered(t *testing.T) {
 	})
 }
 
+// TestScriptFlushRecovered: on the scripts path, after a SCRIPT FLUSH (a
+// Redis restarted without persistence) a claim, whose reply is read as
+// strings (Store.runStrings), loads its script again and hands back the
+// run's record.
+func TestScriptFlushRecovered(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		e := newEnvOpts(t, b, taskstate.Options{NoFunctions: true})
+		ref := e.create(t, taskstate.CreateParams{Arguments: json.RawMessage(`{"a":1}`)})
+		forEachPrimary(t, b, func(c *redis.Client) {
+			if err := c.ScriptFlush(ctx(t)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		c, err := e.s.Claim(ctx(t), ref, 0, taskstate.Share{})
+		if err != nil {
+			t.Fatalf("Claim after SCRIPT FLUSH: %v", err)
+		}
+		r := c.Record
+		if c.Attempt != 1 || r.Status != proto.StatusWorking || r.Tool != "echo" || r.Principal != principal ||
+			string(r.Arguments) != `{"a":1}` || r.StatusMessage != "Running" || r.Attempt != 1 || r.CreatedAt.IsZero() {
+			t.Fatalf("claim %d, record %+v", c.Attempt, r)
+		}
+	})
+}
+
 // TestPathsAgree: the same life (create, claim, progress, finish) run
 // through FCALL and through EVALSHA on one real Redis leaves the same
 // record, timeline included (the clocks set to the same start).

@@ -171,58 +171,104 @@ func cutCounted(s string) (text, rest string, ok bool) {
 // decodeRecord reads a record from its HGETALL fields; ok is false for an
 // empty (missing) hash.
 func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
-	status, ok := f["status"]
+	r, ok := &Record{Ref: ref}, false
+	for k, v := range f {
+		ok = r.decodeField(k, v) || ok
+	}
 	if !ok {
 		return nil, false
 	}
-	r := &Record{
-		Ref:             ref,
-		Status:          proto.TaskStatus(status),
-		StatusMessage:   f["statusMessage"],
-		CreatedAt:       parseMs(f["createdAt"]),
-		LastUpdatedAt:   parseMs(f["lastUpdatedAt"]),
-		Principal:       f["owner"],
-		Tool:            f["tool"],
-		CancelRequested: f["cancel"] == "1",
-		Heartbeat:       parseMs(f["heartbeat"]),
+	r.decoded()
+	return r, true
+}
+
+// decodePairs is decodeRecord of fields given as name, value, name,
+// value (a script's reply: no map built for it).
+func decodePairs(ref Ref, kv []string) (*Record, bool) {
+	r, ok := &Record{Ref: ref}, false
+	for i := 0; i+1 < len(kv); i += 2 {
+		ok = r.decodeField(kv[i], kv[i+1]) || ok
 	}
-	if r.LastUpdatedAt.IsZero() { // not written until the first change
-		r.LastUpdatedAt = r.CreatedAt
+	if !ok {
+		return nil, false
 	}
-	if v := f["ttlMs"]; v != "" {
-		ttl, _ := strconv.ParseInt(v, 10, 64)
-		r.TTLMs = &ttl
-	}
-	r.PollIntervalMs = parseInt(f["pollIntervalMs"])
-	r.Attempt = parseInt(f["attempt"])
-	r.Running = parseInt(f["running"])
-	if v := f["arguments"]; v != "" {
-		r.Arguments = json.RawMessage(v)
-	}
-	r.ArgumentsRef = f["argsRef"]
-	if v := f["result"]; v != "" {
-		r.Result = json.RawMessage(v)
-	}
-	if v := f["receipt"]; v != "" {
-		r.Receipt = json.RawMessage(v)
-		if r.Result != nil {
-			r.Result = withReceipt(r.Result, r.Receipt)
+	r.decoded()
+	return r, true
+}
+
+// decodeField sets what field k of the record's hash, of value v, says;
+// it reports whether k is the status, the field every record has. An
+// empty value reads as an absent field.
+func (r *Record) decodeField(k, v string) (status bool) {
+	switch k {
+	case "status":
+		r.Status = proto.TaskStatus(v)
+		return true
+	case "statusMessage":
+		r.StatusMessage = v
+	case "createdAt":
+		r.CreatedAt = parseMs(v)
+	case "lastUpdatedAt":
+		r.LastUpdatedAt = parseMs(v)
+	case "owner":
+		r.Principal = v
+	case "tool":
+		r.Tool = v
+	case "cancel":
+		r.CancelRequested = v == "1"
+	case "heartbeat":
+		r.Heartbeat = parseMs(v)
+	case "ttlMs":
+		if v != "" {
+			ttl, _ := strconv.ParseInt(v, 10, 64)
+			r.TTLMs = &ttl
 		}
-	}
-	r.Capabilities = json.RawMessage("{}") // not written when empty
-	if v := f["caps"]; v != "" {
-		r.Capabilities = json.RawMessage(v)
-	}
-	if v := f["checkpoint"]; v != "" {
-		r.Checkpoint = json.RawMessage(v)
-	}
-	r.Resumes = parseInt(f["resumes"])
-	r.Lost = parseInt(f["lost"])
-	r.Version = parseInt(f["version"])
-	r.tl = f["tl"]
-	r.StartedAt = parseMs(f["startedAt"])
-	r.Cost = parseCost(f["cost"])
-	for k, v := range f {
+	case "pollIntervalMs":
+		r.PollIntervalMs = parseInt(v)
+	case "attempt":
+		r.Attempt = parseInt(v)
+	case "running":
+		r.Running = parseInt(v)
+	case "arguments":
+		if v != "" {
+			r.Arguments = json.RawMessage(v)
+		}
+	case "argsRef":
+		r.ArgumentsRef = v
+	case "result":
+		if v != "" {
+			r.Result = json.RawMessage(v)
+		}
+	case "receipt":
+		if v != "" {
+			r.Receipt = json.RawMessage(v)
+		}
+	case "caps":
+		if v != "" {
+			r.Capabilities = json.RawMessage(v)
+		}
+	case "checkpoint":
+		if v != "" {
+			r.Checkpoint = json.RawMessage(v)
+		}
+	case "resumes":
+		r.Resumes = parseInt(v)
+	case "lost":
+		r.Lost = parseInt(v)
+	case "version":
+		r.Version = parseInt(v)
+	case "tl":
+		r.tl = v
+	case "startedAt":
+		r.StartedAt = parseMs(v)
+	case "cost":
+		r.Cost = parseCost(v)
+	case "error":
+		var e proto.Error
+		if v != "" && json.Unmarshal([]byte(v), &e) == nil {
+			r.Error = &e
+		}
+	default:
 		if key, ok := strings.CutPrefix(k, "req:"); ok {
 			if r.InputRequests == nil {
 				r.InputRequests = map[string]json.RawMessage{}
@@ -235,13 +281,21 @@ func decodeRecord(ref Ref, f map[string]string) (*Record, bool) {
 			r.Answers[key] = json.RawMessage(v)
 		}
 	}
-	if v := f["error"]; v != "" {
-		var e proto.Error
-		if json.Unmarshal([]byte(v), &e) == nil {
-			r.Error = &e
-		}
+	return false
+}
+
+// decoded completes a record once every field is read: what an absent
+// field means, and what reads two fields (the result with its receipt).
+func (r *Record) decoded() {
+	if r.LastUpdatedAt.IsZero() { // not written until the first change
+		r.LastUpdatedAt = r.CreatedAt
 	}
-	return r, true
+	if r.Capabilities == nil {
+		r.Capabilities = json.RawMessage("{}") // not written when empty
+	}
+	if r.Result != nil && r.Receipt != nil {
+		r.Result = withReceipt(r.Result, r.Receipt)
+	}
 }
 
 // formatTime renders a record time as the ISO 8601 text of the wire.
