@@ -99,6 +99,8 @@ type Servers struct {
 	served map[string]string
 	// stopWakes ends the wake-up subscriptions.
 	stopWakes context.CancelFunc
+	// runners run the deliveries (runners.go).
+	runners *runners
 }
 
 // Serve starts one asynq server per group, delivering each job to h, and
@@ -123,8 +125,9 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	if _, cluster := cfg.Redis.(*redis.ClusterClient); cluster {
 		ahead = nil // the outcome and the job's done in different slots (done.go)
 	}
+	s.runners = newRunners(func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h, ahead) }, cfg.Logger)
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(Type, func(ctx context.Context, t *asynq.Task) error { return deliver(ctx, cfg, t, h, ahead) })
+	mux.HandleFunc(Type, s.runners.deliver)
 	for _, g := range cfg.Groups {
 		qs := make(map[string]int, len(g.Queues))
 		var names []string
@@ -160,6 +163,7 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 	if err := s.listenWakes(ctx, wctx, cfg); err != nil {
 		s.release()
 		stop()
+		s.runners.stop()
 		return nil, fmt.Errorf("queue: subscribe to wake-ups: %w", err)
 	}
 	go s.watchShards(wctx, cfg)
@@ -170,6 +174,7 @@ func Serve(ctx context.Context, cfg ServeConfig, h Handler) (*Servers, error) {
 			for _, started := range s.srvs[:i] {
 				started.Shutdown()
 			}
+			s.runners.stop()
 			return nil, fmt.Errorf("queue: start asynq: %w", err)
 		}
 	}
@@ -270,6 +275,7 @@ func (s *Servers) Stop() {
 	for _, srv := range s.srvs {
 		srv.Shutdown()
 	}
+	s.runners.stop()
 }
 
 // release ends every hold at once.
