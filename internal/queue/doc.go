@@ -6,7 +6,8 @@
 // new task's job in the same round trip as its record (capture.go), the
 // wake-up that goes with every enqueue (waking.go), and the worker side:
 // asynq servers whose idle dequeue waits for a wake-up instead of polling
-// (server.go, dequeue.go), and queue shards: a queue split into asynq
+// (server.go, dequeue.go), whose deliveries run on goroutines kept from
+// job to job (runners.go), and queue shards: a queue split into asynq
 // queues on separate Redis Cluster slots (shards.go).
 //
 // Two paths lean on asynq v0.26.0's internals for speed: the capture
