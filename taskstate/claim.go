@@ -73,12 +73,12 @@ func (s *Store) ClaimBeside(ctx context.Context, ref Ref, seq int64, share Share
 	if err != nil {
 		return nil, err
 	}
+	if len(res) == 0 {
+		return nil, fmt.Errorf("taskstate: claim returned no values")
+	}
 	num := func(i int) int64 {
 		n, _ := strconv.ParseInt(res[i], 10, 64)
 		return n
-	}
-	if len(res) == 0 {
-		return nil, fmt.Errorf("taskstate: claim returned no values")
 	}
 	code := num(0)
 	if code == codeBusy {

@@ -151,30 +151,30 @@ func isMissing(err error) bool {
 }
 
 // run runs sc: FCALL where Redis has functions (loading the library again
-// once if it is gone), else EVALSHA (then EVAL after a NOSCRIPT).
+// once if it is gone), else EVALSHA (loading the script again once after a
+// NOSCRIPT).
 func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) *redis.Cmd {
-	if !s.fns.use(ctx, s.rdb) {
-		return sc.eval().Run(ctx, s.rdb, keys, args...)
-	}
-	cmd := s.rdb.FCall(ctx, sc.fn(), keys, args...)
-	if isMissing(cmd.Err()) && s.fns.load(ctx, s.rdb) == nil {
-		cmd = s.rdb.FCall(ctx, sc.fn(), keys, args...)
-	}
-	return cmd
+	return runAs(ctx, s, redis.NewCmd, sc, keys, args)
 }
 
 // runStrings is run for a script whose reply is a flat array of strings
 // and integers (claim's record): each element read as a string, not boxed
 // in an interface as a *redis.Cmd's reply is, one allocation an element
-// fewer. A missing script is loaded once and called again, as run does.
+// fewer.
 func (s *Store) runStrings(ctx context.Context, sc *script, keys []string, args ...any) ([]string, error) {
-	call := func(verb, name string) *redis.StringSliceCmd {
+	return runAs(ctx, s, redis.NewStringSliceCmd, sc, keys, args).Result()
+}
+
+// runAs is run with the reply read as newCmd's command reads it.
+func runAs[C redis.Cmder](ctx context.Context, s *Store, newCmd func(context.Context, ...any) C, sc *script,
+	keys []string, args []any) C {
+	call := func(verb, name string) C {
 		a := make([]any, 0, 3+len(keys)+len(args))
 		a = append(a, verb, name, len(keys))
 		for _, k := range keys {
 			a = append(a, k)
 		}
-		cmd := redis.NewStringSliceCmd(ctx, append(a, args...)...)
+		cmd := newCmd(ctx, append(a, args...)...)
 		_ = s.rdb.Process(ctx, cmd)
 		return cmd
 	}
@@ -183,14 +183,14 @@ func (s *Store) runStrings(ctx context.Context, sc *script, keys []string, args 
 		if isMissing(cmd.Err()) && s.fns.load(ctx, s.rdb) == nil {
 			cmd = call("fcall", sc.fn())
 		}
-		return cmd.Result()
+		return cmd
 	}
 	ev := sc.eval()
 	cmd := call("evalsha", ev.Hash())
 	if isMissing(cmd.Err()) && ev.Load(ctx, s.rdb).Err() == nil {
 		cmd = call("evalsha", ev.Hash())
 	}
-	return cmd.Result()
+	return cmd
 }
 
 // send queues sc on pipe, FCALL or EVALSHA as run would, without the
