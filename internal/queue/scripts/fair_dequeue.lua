@@ -70,7 +70,8 @@ end
 -- wrote the queue's state then, the length of the active list and the
 -- enqueue count "v" (fair_enqueue.lua): until either changes (a job ends,
 -- is requeued or ages out of the active list; a job is enqueued or
--- dropped) no job can be runnable, and a dequeue costs three reads, not
+-- dropped) or a job is taken from asynq's pending list (which clears it)
+-- no job can be runnable, and a dequeue costs three reads, not
 -- a walk of the active list, so that jobs waiting over a cap cost an
 -- idle worker's polls about what an empty queue does.
 local meta = base .. 'mcpq:meta'
@@ -134,6 +135,10 @@ local key = ARGV[2] .. id
 redis.call('HSET', key, 'state', 'active')
 redis.call('ZADD', KEYS[4], ARGV[1], id)
 if queued then
+  -- It fills the active list back to a length a blocked dequeue may have
+  -- written, while a job that ended meanwhile may have left its principal
+  -- under its cap: the state no longer says the queue is stuck.
+  redis.call('HDEL', meta, 'blocked')
   local m = redis.call('HMGET', key, 'msg', 'mcpq_o')
   msg = m[1]
   if msg and not m[2] then
