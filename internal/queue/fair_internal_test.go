@@ -14,7 +14,7 @@ import (
 // fairQueue drives fair_enqueue.lua and fair_dequeue.lua on one queue's
 // keys, as asynq's client and server call them (fair.go).
 type fairQueue struct {
-	t    *testing.T
+	t    testing.TB
 	rdb  redis.UniversalClient
 	base string // "asynq:{<queue>}:"
 	cap  int
