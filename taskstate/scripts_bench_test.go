@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -328,7 +327,7 @@ func BenchmarkRedisCPU(b *testing.B) {
 				be := redistest.Real(b)
 				s := taskstate.New(be.Client, taskstate.Options{Prefix: be.Prefix, NoFunctions: path == "evalsha"})
 				call := op.prep(b, s, b.N)
-				calls0, usec0 := scriptStats(b, be)
+				calls0, usec0 := redistest.CommandStats(b, be.Client, "eval", "evalsha", "fcall")
 				b.ResetTimer()
 				for i := range b.N {
 					if err := call(i); err != nil {
@@ -336,7 +335,7 @@ func BenchmarkRedisCPU(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				calls, usec := scriptStats(b, be)
+				calls, usec := redistest.CommandStats(b, be.Client, "eval", "evalsha", "fcall")
 				if calls == calls0 {
 					b.Fatal("no script calls counted")
 				}
@@ -345,31 +344,4 @@ func BenchmarkRedisCPU(b *testing.B) {
 			})
 		}
 	}
-}
-
-// scriptStats sums calls and usec of eval, evalsha and fcall in INFO
-// commandstats.
-func scriptStats(b *testing.B, be *redistest.Backend) (calls, usec int64) {
-	b.Helper()
-	info, err := be.Client.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha" && name != "cmdstat_fcall") {
-			continue
-		}
-		for kv := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls += n
-			case "usec":
-				usec += n
-			}
-		}
-	}
-	return calls, usec
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpq/mcpq/internal/redistest"
 )
@@ -45,13 +43,13 @@ func BenchmarkFairRedisCPU(b *testing.B) {
 	}
 	id := func(i int) string { return fmt.Sprintf("job%09d", i) }
 	measure := func(b *testing.B, q *fairQueue, call func(i int)) {
-		calls0, usec0 := evalshaStats(b, q.rdb)
+		calls0, usec0 := redistest.CommandStats(b, q.rdb, "evalsha")
 		b.ResetTimer()
 		for i := range b.N {
 			call(i)
 		}
 		b.StopTimer()
-		calls, usec := evalshaStats(b, q.rdb)
+		calls, usec := redistest.CommandStats(b, q.rdb, "evalsha")
 		if calls == calls0 {
 			b.Fatal("no evalsha calls counted")
 		}
@@ -87,30 +85,4 @@ func BenchmarkFairRedisCPU(b *testing.B) {
 	}
 	b.Run("dequeue/line", func(b *testing.B) { dequeue(b, owner) })
 	b.Run("dequeue/pending", func(b *testing.B) { dequeue(b, "") })
-}
-
-// evalshaStats are calls and usec of evalsha in INFO commandstats.
-func evalshaStats(b *testing.B, rdb redis.UniversalClient) (calls, usec int64) {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
-		if !ok {
-			continue
-		}
-		for kv := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls = n
-			case "usec":
-				usec = n
-			}
-		}
-	}
-	return calls, usec
 }
