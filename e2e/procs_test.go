@@ -51,18 +51,42 @@ type proc struct {
 }
 
 // startFrontend runs an anonymous front end (`mcpq frontend` with env and
-// the extra flags args) on a free port, waits until it is healthy and
-// returns its MCP URL.
+// the extra flags args) on a port of its own, waits until it is healthy
+// and returns its MCP URL.
 func startFrontend(t *testing.T, env []string, args ...string) string {
 	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
+	return startListening(t, "frontend", env, "frontend listening", append([]string{"frontend", "--allow-anonymous"}, args...)...)
+}
+
+// startListening runs mcpq with args and env on 127.0.0.1:0 (--addr) and
+// returns the MCP URL from the first line of its output that says marker
+// (`mcpq dev`'s "MCP URL: ", the front end's "frontend listening" log line)
+// once the server is healthy. The kernel picks the port as the server
+// binds it: a port picked free beforehand can be taken, as any
+// connection's local port, before the server binds it.
+func startListening(t *testing.T, name string, env []string, marker string, args ...string) string {
+	t.Helper()
+	urls := make(chan string, 1)
+	start(t, name, env, func(line string) {
+		if !strings.Contains(line, marker) {
+			return
+		}
+		if i := strings.Index(line, "http://"); i >= 0 {
+			u, _, _ := strings.Cut(line[i:], " ")
+			select {
+			case urls <- u:
+			default:
+			}
+		}
+	}, append(args, "--addr", "127.0.0.1:0")...)
+	select {
+	case u := <-urls:
+		waitHealthy(t, strings.TrimSuffix(u, "/mcp"))
+		return u
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s printed no MCP URL within 60s", name)
+		return ""
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, "frontend", env, nil, append([]string{"frontend", "--allow-anonymous", "--addr", addr}, args...)...)
-	waitHealthy(t, "http://"+addr)
-	return "http://" + addr + "/mcp"
 }
 
 // start runs mcpq with args and env; lines of output go to onLine too.
@@ -151,24 +175,7 @@ func waitHealthy(t *testing.T, base string) {
 // read from the line it prints.
 func startDev(t *testing.T) string {
 	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	urls := make(chan string, 1)
-	start(t, "mcpq dev", nil, func(line string) {
-		if u, ok := strings.CutPrefix(line, "MCP URL: "); ok {
-			urls <- u
-		}
-	}, "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--fixtures", "conformance")
-	select {
-	case u := <-urls:
-		waitHealthy(t, strings.TrimSuffix(u, "/mcp"))
-		return u
-	case <-time.After(60 * time.Second):
-		t.Fatal("mcpq dev printed no MCP URL within 60s")
-		return ""
-	}
+	return startListening(t, "mcpq dev", nil, "MCP URL: ", "dev", "--fixtures", "conformance")
 }
 
 // startCluster runs frontends and workers as separate processes on a real
@@ -181,14 +188,8 @@ func startCluster(t *testing.T, b *redistest.Backend, frontends, workers int) []
 	}
 	var urls []string
 	for i := range frontends {
-		port, err := redistest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		start(t, fmt.Sprintf("frontend %d", i), env, nil, "frontend", "--allow-anonymous", "--addr", addr)
-		waitHealthy(t, "http://"+addr)
-		urls = append(urls, "http://"+addr+"/mcp")
+		urls = append(urls, startListening(t, fmt.Sprintf("frontend %d", i), env, "frontend listening",
+			"frontend", "--allow-anonymous"))
 	}
 	waitCatalog(t, urls[0], "greet")
 	return urls
